@@ -1,0 +1,44 @@
+"""Brax envs: vmapped, auto-reset, stepped in a jit-compiled lax.scan chunk.
+
+Variants are Brax's physics pipelines (`generalized` is the default of its envs); the pipeline, its
+timestep and n_frames are recorded.
+"""
+
+from __future__ import annotations
+
+import jax
+from brax import envs
+from brax.envs.wrappers import training
+
+from gpuenv.backends._jax import ScanStepper, device_facts, make_chunk, strong
+from gpuenv.backends.base import ActionSpace, Case, StepperFacts
+from gpuenv.tasks import NativeTask
+
+RESET_MODE = "auto-reset to each env's cached first state (Brax AutoResetWrapper), inside the scan"
+
+
+def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the adapter contract
+    device, details = device_facts()
+    base = envs.get_environment(native.env_id, backend=case.variant)
+    env = training.wrap(base, episode_length=native.episode_steps, action_repeat=1)
+    keys = jax.random.split(jax.random.PRNGKey(case.seed), case.num_envs)
+    state = strong(jax.block_until_ready(jax.jit(env.reset)(keys)))
+    # Brax actions are in [-1, 1] for every env it ships.
+    space = ActionSpace("box", low=(-1.0,) * env.action_size, high=(1.0,) * env.action_size)
+    details.update(
+        pipeline=case.variant,
+        physics_timestep_s=float(base.sys.opt.timestep),
+        n_frames=int(getattr(base, "_n_frames", 1)),
+        control_dt_s=float(base.dt),
+        episode_length=native.episode_steps,
+    )
+    facts = StepperFacts(
+        native_env_id=native.env_id,
+        obs_shape=(int(env.observation_size),),
+        action_space=space,
+        reset_mode=RESET_MODE,
+        device=device,
+        details=details,
+    )
+    return ScanStepper(make_chunk(env.step, case.chunk_steps), state, facts)
+

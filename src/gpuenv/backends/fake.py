@@ -1,0 +1,58 @@
+"""Test-only backend: behaves, or fails on purpose, so the isolation machinery can be tested for real.
+
+Variants: ok | raise | segfault | hang | exit. Hidden from `gpuenv list` and never auto-selected.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+
+from gpuenv.backends.base import ActionSpace, Case, StepperFacts
+from gpuenv.tasks import NativeTask
+
+
+class FakeStepper:
+    def __init__(self, case: Case, native: NativeTask) -> None:
+        self.case = case
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=native.obs_shape,
+            action_space=ActionSpace("discrete", n=native.action_size),
+            reset_mode="none (fake)",
+            details={"variant": case.variant},
+        )
+        self.steps = 0
+
+    def load_actions(self, pool: np.ndarray) -> None:
+        self.pool = pool
+
+    def run(self, loops: int) -> None:
+        v = self.case.variant
+        if v == "raise":
+            raise RuntimeError("fake backend failed on purpose")
+        if v == "segfault":
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        if v == "hang":
+            import threading
+
+            threading.Event().wait(3600)  # the orchestrator's timeout must kill this
+        if v == "exit":
+            os._exit(7)
+        # Some real work so values are non-zero on a real clock.
+        acc = 0
+        for _ in range(loops * self.case.chunk_steps * 50):
+            acc += 1
+        self.steps += loops * self.case.chunk_steps
+
+    def sync(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def open(case: Case, native: NativeTask) -> FakeStepper:  # noqa: A001 - the adapter contract
+    return FakeStepper(case, native)

@@ -1,0 +1,277 @@
+"""The gpuenv command line. Commands parse, call the library, render with rich.
+
+Every user-fixable problem is one line on stderr and exit code 2 (never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpuenv.errors import UserError
+from gpuenv.registry import DEFAULT_REGISTRY
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="gpuenv: one harness for RL simulator throughput, the same in every backend.",
+)
+# Piped output (make, CI logs) gets a width the tables fit in; a terminal keeps its own.
+console = Console(width=None if sys.stdout.isatty() else 132)
+err_console = Console(stderr=True)
+
+DEFAULT_OUT = Path("results/local")
+EXIT_USER_ERROR = 2
+EXIT_CASE_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+@app.command()
+def bench(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "quick",
+    backend: Annotated[
+        list[str] | None, typer.Option("--backend", "-b", help="backend or backend:variant (repeatable)")
+    ] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = DEFAULT_OUT,
+) -> None:
+    """Run a suite (default: quick, on every backend available here) and print the tables."""
+    from gpuenv.report.table import footnotes, tables
+    from gpuenv.results.store import new_run_id, prepare_dir
+    from gpuenv.run.orchestrator import run_plan
+    from gpuenv.suites import load_suite, plan
+
+    registry = DEFAULT_REGISTRY
+    s = load_suite(suite, registry)
+    p = plan(s, registry, backends=backend, tasks=task, num_envs=num_envs)
+
+    # Backends whose libraries are missing: an error if asked for by name, a note otherwise.
+    cases, unavailable = [], {}
+    for pc in p.cases:
+        info = registry.get(pc.case.backend)
+        reason = info.unavailable_reason()
+        if reason is None:
+            cases.append(pc)
+        elif backend:
+            raise UserError(reason)
+        else:
+            unavailable[info.name] = reason
+    if not cases:
+        raise UserError(f"nothing to run in suite '{s.name}' on this machine; see `gpuenv list`")
+
+    run_id = new_run_id()
+    run_dir = prepare_dir(out / run_id)
+    console.print(f"[bold]gpuenv bench[/] suite [cyan]{s.name}[/]: {len(cases)} cases, run {run_id}")
+    for name, reason in unavailable.items():
+        console.print(f"[yellow]skipped[/] {reason}")
+
+    records: list[dict] = []
+    interrupted = False
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task("starting", total=len(cases))
+
+        def on_event(kind: str, data: dict) -> None:
+            if kind == "process_start":
+                c = cases[data["index"]].case
+                progress.update(bar, description=f"{c.key} [process {data['process'] + 1}/{data['of']}]")
+            elif kind == "case_done":
+                records.append(data["record"])
+                r = data["record"]
+                if r["status"] != "ok":
+                    progress.console.print(f"[red]{r['status']}[/] {r['case_key']}: {r['failure']['reason']}")
+                progress.advance(bar)
+
+        try:
+            run_plan(cases, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
+        except KeyboardInterrupt:
+            interrupted = True
+
+    for t in tables(records):
+        console.print(t)
+    for note in footnotes(records):
+        console.print(f"[yellow]warning[/] {note}")
+    for sk in p.skipped:
+        size = f" at num_envs={sk.num_envs}" if sk.num_envs else ""
+        console.print(f"[dim]not run: {sk.selector} / {sk.task}{size}: {sk.reason}[/]")
+    failed = [r for r in records if r["status"] != "ok"]
+    console.print(f"{len(records)} records written to {run_dir}")
+    if interrupted:
+        err_console.print(f"interrupted: the {len(records)} finished records are kept in {run_dir}")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if failed:
+        err_console.print(f"{len(failed)} case(s) failed; their records say why (status 'failed')")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command("list")
+def list_(
+    what: Annotated[str, typer.Argument(help="backends | tasks | suites | all")] = "all",
+) -> None:
+    """Backends (available or not, and why), tasks (who offers each), suites."""
+    from gpuenv.suites import available_suites, load_suite
+    from gpuenv.tasks import TASKS
+
+    if what not in ("all", "backends", "tasks", "suites"):
+        raise UserError(f"unknown list '{what}'; use one of: backends, tasks, suites, all")
+    registry = DEFAULT_REGISTRY
+    visible = registry.visible()
+    if what in ("all", "backends"):
+        t = Table(title="backends", title_justify="left")
+        for col in ("backend", "variants", "steps on", "status"):
+            t.add_column(col)
+        for b in visible:
+            reason = b.unavailable_reason()
+            t.add_row(
+                b.name,
+                ", ".join(b.variants),
+                "GPU (or CPU)" if b.device == "gpu" else "CPU",
+                "[green]available[/]" if reason is None else f"[yellow]{reason}[/]",
+            )
+        console.print(t)
+    if what in ("all", "tasks"):
+        t = Table(title="tasks (native env id per backend; - = not offered)", title_justify="left")
+        t.add_column("task")
+        for b in visible:
+            t.add_column(b.name)
+        for task in TASKS.values():
+            cells = []
+            for b in visible:
+                nt = task.offers.get(b.name)
+                cells.append("-" if nt is None else (f"[dim]{nt.env_id} (unsupported)[/]" if nt.unsupported else nt.env_id))
+            t.add_row(task.name, *cells)
+        console.print(t)
+    if what in ("all", "suites"):
+        t = Table(title="suites", title_justify="left")
+        t.add_column("suite")
+        t.add_column("description")
+        for name in available_suites():
+            try:
+                desc = load_suite(name, registry).description
+            except UserError as e:
+                desc = f"[red]{e}[/]"
+            t.add_row(name, desc)
+        console.print(t)
+
+
+@app.command()
+def info(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
+    """The machine as the results will record it."""
+    from gpuenv.measure.system import provenance
+
+    data = provenance()
+    data["runtime"] = runtime_info()
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    m = data["machine"]
+    t = Table(title="machine", title_justify="left", show_header=False)
+    t.add_row("cpu", f"{m['cpu_model']} ({m['cpu_physical']} physical / {m['cpu_logical']} logical cores)")
+    t.add_row("memory", f"{m['memory_gib']} GiB")
+    t.add_row("os / python", f"{m['os']} / {m['python']}")
+    gpus = m["gpus"]
+    t.add_row(
+        "gpu",
+        "; ".join(f"{g['name']} driver {g['driver']} CUDA {g['cuda_driver_api']}" for g in gpus)
+        or "none (no nvidia-smi or no GPU visible)",
+    )
+    for k, v in data["runtime"].items():
+        t.add_row(k, str(v))
+    t.add_row("git", f"{data['git']['sha']}{' (dirty)' if data['git']['dirty'] else ''}")
+    console.print(t)
+    v = Table(title="library versions", title_justify="left", show_header=False)
+    for k, ver in data["packages"].items():
+        v.add_row(k, ver or "[dim]not installed[/]")
+    console.print(v)
+    if data["env"]:
+        e = Table(title="environment variables that change speed", title_justify="left", show_header=False)
+        for k, val in data["env"].items():
+            e.add_row(k, val)
+        console.print(e)
+
+
+def runtime_info() -> dict:
+    """JAX devices and torch threads, when those libraries are installed (imported only here)."""
+    import importlib.util
+
+    out: dict = {}
+    if importlib.util.find_spec("jax"):
+        try:
+            import jax
+
+            out["jax devices"] = ", ".join(f"{d.platform}:{d.device_kind}" for d in jax.devices())
+        except Exception as e:  # noqa: BLE001 - report, do not crash `info`
+            out["jax devices"] = f"error: {e}"
+    if importlib.util.find_spec("torch"):
+        import torch
+
+        out["torch threads"] = torch.get_num_threads()
+        out["torch cuda"] = torch.cuda.is_available()
+    return out
+
+
+@app.command()
+def show(paths: Annotated[list[Path], typer.Argument(help="record files or run directories")]) -> None:
+    """Print the tables of stored records (validated on read)."""
+    from gpuenv.report.table import tables
+    from gpuenv.results.schema import load
+    from gpuenv.results.store import load_dir
+
+    records, problems = [], []
+    for p in paths:
+        if p.is_dir():
+            recs, probs = load_dir(p)
+            records += recs
+            problems += probs
+        else:
+            records.append(load(p))
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    if not records:
+        raise UserError(f"no valid result records in {', '.join(map(str, paths))}")
+    for t in tables(records):
+        console.print(t)
+
+
+@app.command(hidden=True)
+def worker(spec: str, out: str) -> None:
+    """Internal: measure one process of one case (started by the orchestrator)."""
+    from gpuenv.run.worker import main as worker_main
+
+    raise typer.Exit(worker_main(spec, out))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: user errors and usage errors become one line and exit code 2."""
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=argv, prog_name="gpuenv", standalone_mode=False)
+    except UserError as e:
+        err_console.print(f"error: {e}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USER_ERROR)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.UsageError as e:
+        hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
+        err_console.print(f"error: {e.format_message()}{hint}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USER_ERROR)
+    except click.Abort:
+        err_console.print("aborted")
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,9 @@
+"""Errors a user can fix. The CLI prints them as one line and exits 2."""
+
+
+class UserError(Exception):
+    """Bad input or a missing prerequisite: the message says what is wrong and what to do."""
+
+
+class BackendUnavailable(UserError):
+    """A backend's libraries are not installed (or cannot run on this machine)."""

@@ -1,0 +1,94 @@
+"""Statistics over timed values grouped by worker process.
+
+Variation between processes (memory layout, thread placement, turbo state) is usually larger than
+within one, so the bootstrap resamples processes first, then values inside each resampled process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+WIDE_INTERVAL = 0.05  # warn when the 95% interval's half-width exceeds 5% of the median
+
+
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    ci_low: float
+    ci_high: float
+    n_values: int
+    n_processes: int
+    confidence: float = 0.95
+
+    @property
+    def rel_half_width(self) -> float:
+        if self.median == 0:
+            return float("inf")
+        return (self.ci_high - self.ci_low) / 2 / abs(self.median)
+
+    @property
+    def wide(self) -> bool:
+        return self.rel_half_width > WIDE_INTERVAL
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["rel_half_width"] = self.rel_half_width
+        return d
+
+
+def _bootstrap_medians(groups: Sequence[Sequence[float]], n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not arrays:
+        raise ValueError("no values to summarise")
+    out = np.empty(n_boot)
+    k = len(arrays)
+    for i in range(n_boot):
+        picks = rng.integers(0, k, size=k)
+        sample = np.concatenate([arrays[p][rng.integers(0, len(arrays[p]), size=len(arrays[p]))] for p in picks])
+        out[i] = np.median(sample)
+    return out
+
+
+def summarize(
+    groups: Sequence[Sequence[float]], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> Summary:
+    """Median of all values with a hierarchical bootstrap percentile interval."""
+    flat = [v for g in groups for v in g]
+    boots = _bootstrap_medians(groups, n_boot, np.random.default_rng(seed))
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    return Summary(
+        median=float(np.median(flat)),
+        ci_low=float(lo),
+        ci_high=float(hi),
+        n_values=len(flat),
+        n_processes=sum(1 for g in groups if len(g)),
+        confidence=confidence,
+    )
+
+
+def ratio(
+    num: Sequence[Sequence[float]],
+    den: Sequence[Sequence[float]],
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Summary:
+    """Ratio of medians num/den with an interval from independent bootstraps of both sides."""
+    rng = np.random.default_rng(seed)
+    b = _bootstrap_medians(num, n_boot, rng) / _bootstrap_medians(den, n_boot, rng)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(b, [alpha, 1 - alpha])
+    med = float(np.median([v for g in num for v in g]) / np.median([v for g in den for v in g]))
+    return Summary(
+        median=med,
+        ci_low=float(lo),
+        ci_high=float(hi),
+        n_values=sum(len(g) for g in num),
+        n_processes=sum(1 for g in num if len(g)),
+        confidence=confidence,
+    )

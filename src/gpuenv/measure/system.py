@@ -1,0 +1,142 @@
+"""What a result ran on: machine, GPU, library versions, env vars that change speed, git sha.
+
+Nothing here imports a simulator: library versions come from package metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+
+# Distributions whose versions go into every record (absent ones are recorded as None).
+TRACKED_PACKAGES = (
+    "gpuenv",
+    "numpy",
+    "gymnasium",
+    "stable-baselines3",
+    "torch",
+    "ale-py",
+    "mujoco",
+    "mujoco-mjx",
+    "envpool",
+    "jax",
+    "jaxlib",
+    "jax-cuda12-plugin",
+    "jax-cuda13-plugin",
+    "brax",
+    "flax",
+    "playground",
+    "isaaclab",
+    "isaacsim",
+)
+
+# Env vars that change simulator speed or numerics.
+SPEED_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "MUJOCO_")
+SPEED_ENV_NAMES = ("PYTHONHASHSEED",)
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def speed_env() -> dict[str, str]:
+    return {
+        k: v
+        for k, v in sorted(os.environ.items())
+        if k.startswith(SPEED_ENV_PREFIXES) or k in SPEED_ENV_NAMES
+    }
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpus() -> list[dict[str, str]]:
+    """GPUs as nvidia-smi sees them; [] where there is no NVIDIA driver."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+        cuda = subprocess.run([smi], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    cuda_version = ""
+    for token in cuda.split("CUDA Version:")[1:2]:
+        cuda_version = token.split()[0]
+    rows = []
+    for line in out.strip().splitlines():
+        name, driver, mem = (x.strip() for x in line.split(","))
+        rows.append({"name": name, "driver": driver, "memory_mib": mem, "cuda_driver_api": cuda_version})
+    return rows
+
+
+def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
+    here = start or Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=here,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+        )
+        return {"sha": sha, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"sha": None, "dirty": None}
+
+
+def machine() -> dict:
+    """The machine as every record describes it."""
+    vm = psutil.virtual_memory()
+    return {
+        "hostname": platform.node(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_model": cpu_model(),
+        "cpu_logical": psutil.cpu_count(logical=True),
+        "cpu_physical": psutil.cpu_count(logical=False),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_gib": round(vm.total / 2**30, 1),
+        "gpus": gpus(),
+        "in_container": Path("/.dockerenv").exists(),
+        "image": os.environ.get("GPUENV_IMAGE"),
+    }
+
+
+def provenance() -> dict:
+    return {
+        "machine": machine(),
+        "packages": package_versions(),
+        "env": speed_env(),
+        "git": git_sha(),
+    }

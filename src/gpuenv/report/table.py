@@ -1,0 +1,84 @@
+"""Terminal tables of throughput records: per task, each backend and num_envs, with the speedup over
+the CPU baseline (SB3 SubprocVecEnv) at the same num_envs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.table import Table
+
+from gpuenv.measure import stats
+
+BASELINE = ("gymnasium", "subproc")
+
+
+def _groups(record: dict) -> list[list[float]]:
+    return [p["env_steps_per_s"] for p in record["processes"] if p.get("env_steps_per_s")]
+
+
+def fmt_rate(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e4:
+        return f"{x / 1e3:.1f}k"
+    return f"{x:,.0f}"
+
+
+def speedup(record: dict, baseline: dict | None) -> stats.Summary | None:
+    if baseline is None or baseline["status"] != "ok" or record["status"] != "ok":
+        return None
+    return stats.ratio(_groups(record), _groups(baseline))
+
+
+def tables(records: list[dict]) -> list[Table]:
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_task[r["case"]["task"]].append(r)
+    out = []
+    for task, recs in by_task.items():
+        base = {
+            r["case"]["num_envs"]: r
+            for r in recs
+            if (r["case"]["backend"], r["case"]["variant"]) == BASELINE and r["status"] == "ok"
+        }
+        t = Table(title=f"{task}: env steps/s, median and 95% interval", title_justify="left")
+        for col, just in [
+            ("backend", "left"),
+            ("envs", "right"),
+            ("steps/s", "right"),
+            ("95% interval", "right"),
+            ("vs Subproc", "right"),
+            ("compile s", "right"),
+            ("bottleneck", "left"),
+        ]:
+            t.add_column(col, justify=just)
+        for r in sorted(recs, key=lambda r: (r["case"]["num_envs"], r["case"]["backend"], r["case"]["variant"])):
+            c = r["case"]
+            name = f"{c['backend']}:{c['variant']}"
+            if r["status"] != "ok":
+                t.add_row(name, str(c["num_envs"]), f"[red]{r['status']}[/]", r["failure"]["reason"][:60], "", "", "")
+                continue
+            s = r["summary"]["env_steps_per_s"]
+            sp = speedup(r, base.get(c["num_envs"]))
+            sp_text = "" if sp is None else f"{sp.median:.2f}x [{sp.ci_low:.2f}-{sp.ci_high:.2f}]"
+            half = 100 * (s["ci_high"] - s["ci_low"]) / 2 / s["median"]
+            interval = f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])} (+-{half:.0f}%)"
+            if half > 100 * stats.WIDE_INTERVAL:
+                interval = f"[yellow]{interval}[/]"
+            compile_s = r["summary"].get("compile_s_cold") or [r["summary"].get("compile_s_median", 0.0)]
+            t.add_row(
+                name,
+                str(c["num_envs"]),
+                fmt_rate(s["median"]),
+                interval,
+                sp_text,
+                f"{max(compile_s):.1f}",
+                r["summary"].get("bottleneck", ""),
+            )
+        out.append(t)
+    return out
+
+
+def footnotes(records: list[dict]) -> list[str]:
+    """Warnings worth reading, one line per case."""
+    return [f"{r['case_key']}: {w}" for r in records for w in r.get("summary", {}).get("warnings", [])]

@@ -1,0 +1,100 @@
+"""Result schema v1: one JSON record per case. Documented in docs/results-schema.md.
+
+Records are validated on read; a record of another schema version is refused with a clear message
+(a later version adds migrations here, keyed by version, as asv does with api_version).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gpuenv.errors import UserError
+
+SCHEMA = "gpuenv.result"
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "interrupted")
+MEASUREMENT_MODES = ("env-step-throughput",)
+
+# path -> required type(s). "a.b" means record["a"]["b"].
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "schema": str,
+    "schema_version": int,
+    "run_id": str,
+    "case_key": str,
+    "created_utc": str,
+    "suite": str,
+    "status": str,
+    "measurement_mode": str,
+    "case": dict,
+    "case.backend": str,
+    "case.variant": str,
+    "case.task": str,
+    "case.num_envs": int,
+    "case.chunk_steps": int,
+    "case.seed": int,
+    "what": dict,
+    "what.native_env_id": str,
+    "what.physics": dict,
+    "what.action_distribution": str,
+    "what.reset_mode": str,
+    "where": dict,
+    "where.machine": dict,
+    "where.packages": dict,
+    "where.env": dict,
+    "where.git": dict,
+    "settings": dict,
+    "processes": list,
+    "summary": dict,
+    "failure": (dict, type(None)),
+}
+
+
+def _get(record: dict, path: str) -> Any:
+    cur: Any = record
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            raise KeyError(path)
+        cur = cur[part]
+    return cur
+
+
+def validate(record: Any, source: str = "record") -> dict:
+    """Return the record if it is a valid v1 record, else raise UserError naming what is wrong."""
+    if not isinstance(record, dict):
+        raise UserError(f"{source}: not a gpuenv result record (top level is not an object)")
+    if record.get("schema") != SCHEMA:
+        raise UserError(f"{source}: not a gpuenv result record (schema is {record.get('schema')!r})")
+    version = record.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise UserError(
+            f"{source}: result schema version {version!r} is not supported by this gpuenv "
+            f"(reads version {SCHEMA_VERSION}); use the gpuenv release that wrote it, or upgrade gpuenv"
+        )
+    for path, typ in _REQUIRED.items():
+        try:
+            value = _get(record, path)
+        except KeyError:
+            raise UserError(f"{source}: invalid result record: missing field '{path}'") from None
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            raise UserError(f"{source}: invalid result record: field '{path}' has the wrong type")
+    if record["status"] not in STATUSES:
+        raise UserError(f"{source}: invalid result record: status {record['status']!r} not in {STATUSES}")
+    if record["measurement_mode"] not in MEASUREMENT_MODES:
+        raise UserError(f"{source}: invalid result record: unknown measurement_mode {record['measurement_mode']!r}")
+    if record["status"] == "ok" and "env_steps_per_s" not in record["summary"]:
+        raise UserError(f"{source}: invalid result record: an ok record needs summary.env_steps_per_s")
+    if record["status"] != "ok" and not record["failure"]:
+        raise UserError(f"{source}: invalid result record: a {record['status']} record needs failure.reason")
+    return record
+
+
+def load(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such result file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: corrupt result file (not valid JSON: {e})") from None
+    return validate(data, str(path))

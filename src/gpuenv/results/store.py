@@ -1,0 +1,69 @@
+"""Append-only record store: one file per case, written atomically, never overwritten."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from gpuenv.errors import UserError
+from gpuenv.results import schema
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def prepare_dir(path: Path) -> Path:
+    """Create the output directory and prove it is writable before any case runs."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+            pass
+    except OSError as e:
+        raise UserError(f"cannot write results to {path}: {e.strerror or e}; pass a writable --out DIR") from None
+    return path
+
+
+def write_atomic_new(directory: Path, stem: str, data: dict) -> Path:
+    """Write `data` as JSON to directory/stem.json (or stem-2.json ... if taken) atomically.
+
+    The file appears complete or not at all (temp file + fsync + link), and an existing file is never
+    replaced: os.link fails instead of overwriting.
+    """
+    payload = json.dumps(data, indent=1, sort_keys=False, allow_nan=False).encode()
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        for i in range(1, 1000):
+            target = directory / (f"{stem}.json" if i == 1 else f"{stem}-{i}.json")
+            try:
+                os.link(tmp, target)
+                return target
+            except FileExistsError:
+                continue
+        raise UserError(f"too many records named {stem} in {directory}")
+    finally:
+        os.unlink(tmp)
+
+
+def write_record(directory: Path, record: dict) -> Path:
+    schema.validate(record, "new record")  # never write what we could not read back
+    return write_atomic_new(directory, record["case_key"], record)
+
+
+def load_dir(directory: Path) -> tuple[list[dict], list[str]]:
+    """All valid records under a directory (recursively), and one message per file skipped."""
+    records, problems = [], []
+    for p in sorted(Path(directory).rglob("*.json")):
+        try:
+            records.append(schema.load(p))
+        except UserError as e:
+            problems.append(str(e))
+    return records, problems

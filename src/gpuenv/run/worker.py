@@ -1,0 +1,103 @@
+"""One worker process = one measurement of one case. Started as `python -m gpuenv worker SPEC OUT`.
+
+It imports only its own backend, times startup (imports, build + reset) and the steady state via
+gpuenv.measure, and writes one JSON object to OUT: the measurement, or the error that stopped it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+
+from gpuenv.backends.base import Case, action_pool
+from gpuenv.errors import UserError
+from gpuenv.measure.monitor import Monitor
+from gpuenv.measure.timing import MeasureSettings, measure_throughput
+from gpuenv.registry import DEFAULT_REGISTRY
+from gpuenv.tasks import get_task
+
+WORKER_ERROR_EXIT = 3
+
+
+def _cache_entries() -> int | None:
+    d = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if not d or not Path(d).is_dir():
+        return None
+    return sum(1 for _ in Path(d).iterdir())
+
+
+def measure_case(spec: dict, clock=time.perf_counter) -> dict:
+    case = Case(**spec["case"])
+    settings = MeasureSettings(**spec["settings"])
+    info = DEFAULT_REGISTRY.get(case.backend)
+    native = get_task(case.task).native(case.backend)
+
+    cache_before = _cache_entries()
+    t0 = clock()
+    adapter = info.load()
+    import_s = clock() - t0
+
+    t0 = clock()
+    stepper = adapter.open(case, native)
+    build_s = clock() - t0
+    try:
+        stepper.load_actions(action_pool(stepper.facts.action_space, case.num_envs, case.action_pool_steps, case.seed))
+        monitor = Monitor()
+        m = measure_throughput(
+            stepper,
+            num_envs=case.num_envs,
+            chunk_steps=case.chunk_steps,
+            settings=settings,
+            clock=clock,
+            on_timed_region=monitor.set_active,
+        )
+    finally:
+        stepper.close()
+    cache_after = _cache_entries()
+    if cache_before is None or cache_after is None or info.device != "gpu":
+        cache = "n/a"
+    else:
+        cache = "miss" if cache_after > cache_before else "hit"
+    facts = stepper.facts
+    return {
+        "ok": True,
+        "pid": os.getpid(),
+        "facts": {
+            "native_env_id": facts.native_env_id,
+            "obs_shape": list(facts.obs_shape),
+            "action_space": asdict(facts.action_space),
+            "reset_mode": facts.reset_mode,
+            "device": facts.device,
+            "details": facts.details,
+        },
+        "startup_s": import_s + build_s,
+        "phases_s": {"import": import_s, "build_and_reset": build_s, "compile": m.compile_s},
+        "compile_cache": cache,
+        "loops": m.loops,
+        "steps_per_value": m.steps_per_value,
+        "calibration_s": m.calibration_s,
+        "warmup_s": m.warmup_s,
+        "value_s": m.value_s,
+        "env_steps_per_s": m.env_steps_per_s,
+        "resources": monitor.samples.summary(),
+    }
+
+
+def main(spec_path: str, out_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    try:
+        result = measure_case(spec)
+        code = 0
+    except UserError as e:
+        result, code = {"ok": False, "error": str(e)}, WORKER_ERROR_EXIT
+    except Exception as e:  # noqa: BLE001 - any backend failure becomes this case's recorded failure
+        result = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        code = WORKER_ERROR_EXIT
+    tmp = Path(out_path + ".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(out_path)
+    return code
