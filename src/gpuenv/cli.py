@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -46,12 +45,16 @@ def bench(
     out: Annotated[Path, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = DEFAULT_OUT,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
-    from gpuenv.report.table import footnotes, tables
+    from gpuenv.report.table import fmt_rate, footnotes, tables
     from gpuenv.results.store import new_run_id, prepare_dir
     from gpuenv.run.orchestrator import run_plan
     from gpuenv.suites import load_suite, plan
 
     registry = DEFAULT_REGISTRY
+    for selector in backend or []:  # asked for by name but not installed: say how to install it
+        reason = registry.parse(selector)[0].unavailable_reason()
+        if reason:
+            raise UserError(reason)
     s = load_suite(suite, registry)
     p = plan(s, registry, backends=backend, tasks=task, num_envs=num_envs)
 
@@ -62,8 +65,6 @@ def bench(
         reason = info.unavailable_reason()
         if reason is None:
             cases.append(pc)
-        elif backend:
-            raise UserError(reason)
         else:
             unavailable[info.name] = reason
     if not cases:
@@ -94,8 +95,12 @@ def bench(
             elif kind == "case_done":
                 records.append(data["record"])
                 r = data["record"]
+                head = f"[{len(records)}/{len(cases)}] {r['case_key']}"
                 if r["status"] != "ok":
-                    progress.console.print(f"[red]{r['status']}[/] {r['case_key']}: {r['failure']['reason']}")
+                    progress.console.print(f"{head}: [red]{r['status']}[/] {r['failure']['reason']}")
+                else:
+                    s = r["summary"]["env_steps_per_s"]
+                    progress.console.print(f"{head}: {fmt_rate(s['median'])} env steps/s", highlight=False)
                 progress.advance(bar)
 
         try:
@@ -257,21 +262,28 @@ def worker(spec: str, out: str) -> None:
     raise typer.Exit(worker_main(spec, out))
 
 
+# Typer ships its own copy of click in recent releases: take the classes from typer itself.
+_USAGE_ERROR = typer.BadParameter.__mro__[1]  # click's UsageError, whichever click typer uses
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors and usage errors become one line and exit code 2."""
     command = typer.main.get_command(app)
     try:
         rv = command.main(args=argv, prog_name="gpuenv", standalone_mode=False)
     except UserError as e:
-        err_console.print(f"error: {e}", highlight=False, soft_wrap=True)
+        err_console.print(f"error: {e}", highlight=False, soft_wrap=True, markup=False)
         sys.exit(EXIT_USER_ERROR)
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         sys.exit(e.exit_code)
-    except click.UsageError as e:
-        hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
-        err_console.print(f"error: {e.format_message()}{hint}", highlight=False, soft_wrap=True)
+    except _USAGE_ERROR as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `gpuenv`: help, not an error
+            console.print(command.get_help(e.ctx), markup=False, highlight=False)
+            sys.exit(0)
+        hint = f" (see `{e.ctx.command_path} --help`)" if getattr(e, "ctx", None) else ""
+        err_console.print(f"error: {e.format_message()}{hint}", highlight=False, soft_wrap=True, markup=False)
         sys.exit(EXIT_USER_ERROR)
-    except click.Abort:
+    except typer.Abort:
         err_console.print("aborted")
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(rv if isinstance(rv, int) else 0)

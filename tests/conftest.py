@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None):
+    """Run `python -m gpuenv ARGS` as a user would; returns CompletedProcess (text)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpuenv", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd or ROOT,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def write_suite(path: Path, body: str) -> Path:
+    path.write_text(body)
+    return path

@@ -1,0 +1,134 @@
+"""Every real CPU backend, run for real on a tiny case through the worker process, plus contract
+checks (the env we open matches the catalogue). Marked `backend`: slower, CI still runs them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+
+from gpuenv.backends.base import Case, action_pool
+from gpuenv.registry import DEFAULT_REGISTRY
+from gpuenv.results.schema import validate
+from gpuenv.run.orchestrator import build_record, run_process
+from gpuenv.suites import MeasureSpec, PlannedCase
+from gpuenv.tasks import TASKS
+
+pytestmark = pytest.mark.backend
+
+TINY = MeasureSpec(processes=1, values=2, warmups=1, min_time_s=0.02, chunk_steps=5, timeout_s=420)
+
+
+def need(backend: str) -> None:
+    reason = DEFAULT_REGISTRY.get(backend).unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def run_case(tmp_path, case: Case, processes: int = 1) -> dict:
+    spec = {"case": case.to_dict(), "settings": {"min_time_s": TINY.min_time_s, "values": 2, "warmups": 1}}
+    outcomes = [run_process(spec, i, TINY.timeout_s, tmp_path) for i in range(processes)]
+    for o in outcomes:
+        assert o.failure is None, f"{o.failure}\n{o.stderr_tail}"
+    where = {"machine": {}, "packages": {}, "env": {}, "git": {}}
+    return validate(
+        build_record(PlannedCase(case, replace(TINY, processes=processes)), outcomes, suite="t", run_id="r", where=where)
+    )
+
+
+def check_record(rec: dict, case: Case) -> None:
+    native = TASKS[case.task].offers[case.backend]
+    assert rec["status"] == "ok"
+    assert rec["summary"]["env_steps_per_s"]["median"] > 0
+    assert rec["what"]["obs_shape"] == list(native.obs_shape), "catalogue obs shape differs from the real env"
+    space = rec["what"]["action_space"]
+    size = space["n"] if space["kind"] == "discrete" else len(space["low"])
+    assert (space["kind"], size) == (native.action_kind, native.action_size)
+    p = rec["processes"][0]
+    assert p["steps_per_value"] == p["loops"] * case.chunk_steps * case.num_envs
+    assert p["resources"]["samples"] >= 1
+
+
+@pytest.mark.parametrize("variant", ["subproc", "dummy", "sync"])
+def test_gymnasium_variants(tmp_path, variant):
+    need("gymnasium")
+    case = Case("gymnasium", variant, "cartpole", 2, chunk_steps=5)
+    rec = run_case(tmp_path, case)
+    check_record(rec, case)
+    assert rec["what"]["details"]["vectoriser"].endswith(
+        {"subproc": "SubprocVecEnv", "dummy": "DummyVecEnv", "sync": "SyncVectorEnv"}[variant]
+    )
+
+
+@pytest.mark.parametrize("variant", ["sync", "async"])
+def test_envpool_modes(tmp_path, variant):
+    need("envpool")
+    case = Case("envpool", variant, "halfcheetah", 4, chunk_steps=5)
+    rec = run_case(tmp_path, case)
+    check_record(rec, case)
+    d = rec["what"]["details"]
+    assert d["batch_size"] == (4 if variant == "sync" else 2)
+    assert d["num_threads"] >= 1
+
+
+def _open(backend: str, task: str, num_envs: int = 2):
+    info = DEFAULT_REGISTRY.get(backend)
+    return info.load().open(Case(backend, info.variants[-1 if backend == "gymnasium" else 0], task, num_envs, 3), TASKS[task].native(backend))
+
+
+@pytest.mark.parametrize("backend", ["gymnasium", "envpool"])
+def test_host_catalogue_matches_real_envs(backend):
+    """Every task the catalogue says a host backend offers opens with the declared sizes."""
+    need(backend)
+    for name, task in TASKS.items():
+        if not task.runnable_on(backend):
+            continue
+        st = _open(backend, name)
+        try:
+            nt = task.offers[backend]
+            assert st.facts.obs_shape == nt.obs_shape, name
+            a = st.facts.action_space
+            assert (a.kind, a.n if a.kind == "discrete" else len(a.low)) == (nt.action_kind, nt.action_size), name
+            st.load_actions(action_pool(a, 2, 4, 0))
+            st.run(1)  # auto-reset paths run too: 3 steps each
+            st.sync()
+        finally:
+            st.close()
+
+
+def test_brax_runs_and_second_process_hits_the_compile_cache(tmp_path, monkeypatch):
+    need("brax")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "jax-cache"))
+    (tmp_path / "jax-cache").mkdir()
+    case = Case("brax", "generalized", "halfcheetah", 2, chunk_steps=5)
+    rec = run_case(tmp_path, case, processes=2)
+    check_record(rec, case)
+    assert [p["compile_cache"] for p in rec["processes"]] == ["miss", "hit"]
+    assert rec["summary"]["compile_s_cold"] and rec["summary"]["compile_s_warm"]
+    assert rec["what"]["details"]["pipeline"] == "generalized"
+    assert rec["what"]["device"] == "cpu"
+
+
+def test_mjx_runs_on_gymnasium_mjcf(tmp_path):
+    need("mjx")
+    case = Case("mjx", "jax", "halfcheetah", 2, chunk_steps=5)
+    rec = run_case(tmp_path, case)
+    check_record(rec, case)
+    d = rec["what"]["details"]
+    assert d["mjx_impl"] == "jax" and d["model_file"].endswith("half_cheetah.xml")
+    assert d["physics_timestep_s"] == pytest.approx(0.01) and d["frame_skip"] == 5
+
+
+def test_gpu_required_but_absent_is_a_clear_failure(tmp_path, monkeypatch):
+    need("brax")
+    import jax
+
+    if jax.default_backend() == "gpu":
+        pytest.skip("a GPU is present")
+    monkeypatch.setenv("GPUENV_REQUIRE_GPU", "1")
+    spec = {"case": Case("brax", "generalized", "halfcheetah", 2, 5).to_dict(), "settings": {"min_time_s": 0.02}}
+    o = run_process(spec, 0, 300, tmp_path)
+    assert o.result is None
+    assert o.failure.startswith("JAX is running on 'cpu', not the GPU")
+    assert os.environ.get("GPUENV_REQUIRE_GPU") == "1"

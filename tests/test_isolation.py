@@ -1,0 +1,106 @@
+"""Crash, hang and kill isolation with backends that fail on purpose, in real worker processes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT, write_suite
+
+from gpuenv.backends.base import Case
+from gpuenv.results.schema import load
+from gpuenv.run.orchestrator import run_plan
+from gpuenv.suites import MeasureSpec, PlannedCase
+
+FAST = MeasureSpec(processes=3, values=2, warmups=1, min_time_s=0.01, chunk_steps=5, timeout_s=20)
+
+
+def planned(variant: str, timeout_s: float = 20) -> PlannedCase:
+    from dataclasses import replace
+
+    return PlannedCase(Case("fake", variant, "cartpole", 2, chunk_steps=5), replace(FAST, timeout_s=timeout_s))
+
+
+def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
+    cases = [
+        planned("raise"),
+        planned("segfault"),
+        planned("exit"),
+        planned("hang", timeout_s=3),
+        planned("ok"),
+    ]
+    written = run_plan(cases, suite="t", run_id="r", out_dir=tmp_path)
+    by_variant = {rec["case"]["variant"]: (rec, path) for rec, path in written}
+    assert set(by_variant) == {"raise", "segfault", "exit", "hang", "ok"}
+    reasons = {v: r["failure"]["reason"] if r["failure"] else None for v, (r, _) in by_variant.items()}
+    assert reasons["raise"] == "RuntimeError: fake backend failed on purpose"
+    assert reasons["segfault"] == "worker killed by SIGSEGV"
+    assert reasons["exit"] == "worker exited with code 7 without a result"
+    assert reasons["hang"].startswith("timed out after 3 s")
+    assert reasons["ok"] is None
+    for v, (rec, path) in by_variant.items():
+        assert load(path) == json.loads(json.dumps(rec))  # every record valid on disk
+        assert rec["status"] == ("ok" if v == "ok" else "failed")
+    ok = by_variant["ok"][0]
+    assert len(ok["processes"]) == 3 and ok["summary"]["env_steps_per_s"]["n_processes"] == 3
+    # a failing case stops after its first failed process instead of burning the timeout 3 times
+    assert len(by_variant["hang"][0]["processes"]) == 1
+
+
+def test_hang_kills_the_whole_process_group(tmp_path):
+    written = run_plan([planned("hang", timeout_s=2)], suite="t", run_id="r", out_dir=tmp_path)
+    rec = written[0][0]
+    assert rec["status"] == "failed"
+    out = subprocess.run(["pgrep", "-f", "gpuenv worker"], capture_output=True, text=True).stdout.strip()
+    assert out == ""
+
+
+def test_ctrl_c_keeps_finished_records(tmp_path):
+    s = write_suite(
+        tmp_path / "ctrlc.toml",
+        """
+[measure]
+processes = 3
+values = 2
+min_time_s = 0.01
+chunk_steps = 5
+timeout_s = 120
+[[matrix]]
+backends = ["fake:ok"]
+tasks = ["cartpole"]
+num_envs = [1, 2]
+[[matrix]]
+backends = ["fake:hang"]
+tasks = ["cartpole"]
+num_envs = [1]
+""",
+    )
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuenv", "bench", "--suite", str(s), "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(out.rglob("*.json"))) < 2:
+        time.sleep(0.2)
+    time.sleep(1.0)  # the hang case is now running
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr + stdout
+    records = [load(p) for p in sorted(out.rglob("*.json"))]
+    statuses = sorted((r["case_key"], r["status"]) for r in records)
+    assert statuses == [
+        ("fake-hang-cartpole-n1", "interrupted"),
+        ("fake-ok-cartpole-n1", "ok"),
+        ("fake-ok-cartpole-n2", "ok"),
+    ]
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", "gpuenv worker"], capture_output=True).stdout.strip() == b""

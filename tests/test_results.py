@@ -1,0 +1,119 @@
+"""Result schema v1 round trip, validation on read, atomic never-overwriting store."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from gpuenv.backends.base import Case
+from gpuenv.errors import UserError
+from gpuenv.results import schema
+from gpuenv.results.store import load_dir, write_record
+from gpuenv.run.orchestrator import ProcessOutcome, build_record
+from gpuenv.suites import MeasureSpec, PlannedCase
+
+
+def fake_result(rates):
+    return {
+        "ok": True,
+        "facts": {
+            "native_env_id": "CartPole-v1",
+            "obs_shape": [4],
+            "action_space": {"kind": "discrete", "n": 2, "low": [], "high": []},
+            "reset_mode": "test",
+            "device": "cpu",
+            "details": {},
+        },
+        "startup_s": 1.0,
+        "phases_s": {"import": 0.5, "build_and_reset": 0.5, "compile": 0.01},
+        "compile_cache": "n/a",
+        "loops": 10,
+        "steps_per_value": 1000,
+        "calibration_s": [0.1],
+        "warmup_s": [0.1],
+        "value_s": [1000 / r for r in rates],
+        "env_steps_per_s": rates,
+        "resources": {"samples": 1, "cpu_percent_mean": 50.0, "bottleneck": "cpu: 1 core"},
+    }
+
+
+def make_record(status="ok"):
+    pc = PlannedCase(Case("gymnasium", "dummy", "cartpole", 8), MeasureSpec())
+    outcomes = [ProcessOutcome(i, fake_result([100.0 + i, 101.0, 99.0]), None) for i in range(3)]
+    if status == "failed":
+        outcomes.append(ProcessOutcome(3, None, "worker killed by SIGSEGV", "boom"))
+    where = {"machine": {"cpu_model": "x"}, "packages": {}, "env": {}, "git": {"sha": None}}
+    return build_record(pc, outcomes, suite="t", run_id="r1", where=where)
+
+
+def test_round_trip(tmp_path):
+    rec = make_record()
+    path = write_record(tmp_path, rec)
+    back = schema.load(path)
+    assert back == json.loads(json.dumps(rec))
+    assert back["summary"]["env_steps_per_s"]["median"] == pytest.approx(101.0)
+    assert back["what"]["physics"]["frame_skip"] == 1
+    assert back["what"]["action_distribution"].startswith("uniform")
+
+
+def test_failed_record_keeps_finished_processes_and_reason(tmp_path):
+    rec = make_record("failed")
+    assert rec["status"] == "failed"
+    assert rec["failure"]["reason"] == "worker killed by SIGSEGV"
+    assert sum(1 for p in rec["processes"] if p.get("env_steps_per_s")) == 3
+    schema.load(write_record(tmp_path, rec))
+
+
+def test_unknown_schema_version_is_refused_clearly(tmp_path):
+    rec = make_record()
+    rec["schema_version"] = 2
+    p = tmp_path / "future.json"
+    p.write_text(json.dumps(rec))
+    with pytest.raises(UserError, match="schema version 2 is not supported"):
+        schema.load(p)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r.pop("case"), "missing field 'case'"),
+        (lambda r: r["case"].__setitem__("num_envs", "8"), "'case.num_envs' has the wrong type"),
+        (lambda r: r.__setitem__("status", "great"), "status 'great'"),
+        (lambda r: r.__setitem__("schema", "other"), "not a gpuenv result record"),
+        (lambda r: r.__setitem__("summary", {}), "needs summary.env_steps_per_s"),
+    ],
+)
+def test_invalid_records_are_named(mutate, message):
+    rec = copy.deepcopy(make_record())
+    mutate(rec)
+    with pytest.raises(UserError, match=message):
+        schema.validate(rec, "x.json")
+
+
+def test_corrupt_file_is_named_and_the_rest_still_loads(tmp_path):
+    write_record(tmp_path, make_record())
+    (tmp_path / "broken.json").write_text('{"schema": "gpuenv.res')
+    records, problems = load_dir(tmp_path)
+    assert len(records) == 1
+    assert len(problems) == 1 and "broken.json" in problems[0] and "corrupt" in problems[0]
+
+
+def test_records_are_never_overwritten(tmp_path):
+    a = make_record()
+    b = make_record()
+    b["run_id"] = "r2"
+    pa = write_record(tmp_path, a)
+    pb = write_record(tmp_path, b)
+    assert pa != pb and pb.name.endswith("-2.json")
+    assert json.loads(pa.read_text())["run_id"] == "r1"
+    assert not list(tmp_path.glob(".*.tmp"))  # no temp files left behind
+
+
+def test_invalid_record_is_not_written(tmp_path):
+    rec = make_record()
+    rec["status"] = "nope"
+    with pytest.raises(UserError):
+        write_record(tmp_path, rec)
+    assert not list(tmp_path.iterdir())

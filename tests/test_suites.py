@@ -1,0 +1,108 @@
+"""Suite files: validation with clear errors, expansion into cases, CLI filters."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuenv.errors import UserError
+from gpuenv.registry import DEFAULT_REGISTRY as REG
+from gpuenv.suites import available_suites, load_suite, plan
+
+
+def suite(tmp_path, body: str, name="s.toml"):
+    p = tmp_path / name
+    p.write_text(body)
+    return str(p)
+
+
+GOOD = """
+description = "t"
+[measure]
+processes = 3
+[[matrix]]
+backends = ["gymnasium:subproc", "envpool", "envpool:async", "brax"]
+tasks = ["cartpole", "halfcheetah"]
+num_envs = [1, 8]
+"""
+
+
+def test_shipped_suites_load_and_quick_covers_the_promise():
+    names = available_suites()
+    assert {"smoke", "quick", "throughput"} <= set(names)
+    for n in names:
+        load_suite(n, REG)
+    q = plan(load_suite("quick", REG), REG)
+    tasks = {pc.case.task for pc in q.cases}
+    assert {"cartpole", "halfcheetah", "ant", "pong"} <= tasks
+    sizes = {pc.case.num_envs for pc in q.cases}
+    assert min(sizes) == 1 and max(sizes) == 64
+    backends = {pc.case.backend for pc in q.cases}
+    assert backends == {"gymnasium", "envpool", "brax", "mjx"}
+    assert all(pc.measure.processes >= 3 for pc in q.cases)
+    t = plan(load_suite("throughput", REG), REG)
+    assert max(pc.case.num_envs for pc in t.cases) == 16384
+
+
+def test_expansion_skips_what_a_backend_lacks_and_says_why(tmp_path):
+    p = plan(load_suite(suite(tmp_path, GOOD), REG), REG)
+    keys = {pc.case.key for pc in p.cases}
+    assert "envpool-sync-cartpole-n1" in keys  # bare backend -> default variant
+    assert "envpool-async-cartpole-n8" in keys
+    assert "envpool-async-cartpole-n1" not in keys  # async needs >= 2 envs
+    assert "brax-generalized-halfcheetah-n8" in keys
+    assert not any(k.startswith("brax") and "cartpole" in k for k in keys)  # never substituted
+    reasons = {(s.selector, s.task): s.reason for s in p.skipped}
+    assert "not offered" in reasons[("brax", "cartpole")]
+    assert "num_envs >= 2" in reasons[("envpool:async", "cartpole")]
+
+
+def test_cli_filters(tmp_path):
+    s = load_suite(suite(tmp_path, GOOD), REG)
+    p = plan(s, REG, backends=["envpool"], tasks=["halfcheetah"], num_envs=[4])
+    assert {pc.case.key for pc in p.cases} == {"envpool-sync-halfcheetah-n4", "envpool-async-halfcheetah-n4"}
+    p = plan(s, REG, backends=["gymnasium:dummy"])  # not in the suite: runs over its tasks and sizes
+    assert {pc.case.variant for pc in p.cases} == {"dummy"}
+    assert len(p.cases) == 4
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"backends": ["nope"]}, "unknown backend 'nope'"),
+        ({"backends": ["envpool:turbo"]}, "unknown variant 'turbo'"),
+        ({"tasks": ["chess"]}, "unknown task 'chess'"),
+        ({"num_envs": [0]}, "must be >= 1"),
+        ({"backends": ["brax"], "tasks": ["pong"]}, "not offered by backend 'brax'"),
+        ({"backends": ["mjx"], "tasks": ["humanoid"]}, "PGS solver"),
+    ],
+)
+def test_bad_filters(tmp_path, kwargs, message):
+    with pytest.raises(UserError, match=message):
+        plan(load_suite(suite(tmp_path, GOOD), REG), REG, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (GOOD.replace("processes = 3", "procesess = 3"), r"\[measure\]: unknown key 'procesess'"),
+        (GOOD.replace("num_envs =", "num_env ="), r"\[\[matrix\]\] #1: unknown key 'num_env'"),
+        (GOOD.replace('"brax"', '"braxx"'), "unknown backend 'braxx'"),
+        (GOOD.replace('"cartpole"', '"cartpol"'), "unknown task 'cartpol'"),
+        (GOOD.replace("[1, 8]", "[0, 8]"), "num_envs must be >= 1"),
+        (GOOD.replace("[1, 8]", '["8"]'), "'num_envs' must be a non-empty list of int"),
+        (GOOD.replace("processes = 3", 'processes = "3"'), "'processes' must be a int"),
+        (GOOD.replace("processes = 3", "processes = 0"), "must be >= 1"),
+        ("description = 'x'\n", "needs at least one"),
+        ("[[matrix]\n", "not valid TOML"),
+    ],
+)
+def test_suite_file_errors_name_file_and_key(tmp_path, body, message):
+    path = suite(tmp_path, body, "bad.toml")
+    with pytest.raises(UserError, match=message) as e:
+        load_suite(path, REG)
+    assert "bad.toml" in str(e.value)
+
+
+def test_unknown_suite_name_lists_known():
+    with pytest.raises(UserError, match="unknown suite 'nope'.*quick"):
+        load_suite("nope", REG)

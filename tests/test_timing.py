@@ -1,0 +1,128 @@
+"""The timing loop, driven by a fake clock and a fake stepper."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuenv.backends.base import ActionSpace, StepperFacts
+from gpuenv.measure.timing import MeasureSettings, measure_throughput
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class AsyncFakeStepper:
+    """run() only queues work (like a JAX dispatch); sync() is where the clock advances.
+
+    chunk_s: seconds per chunk in steady state; compile_s: extra on the very first chunk;
+    slow_values: the first N timed calls after compile+calibration are this much slower per chunk.
+    """
+
+    def __init__(self, clock: FakeClock, chunk_s: float, compile_s: float = 0.0) -> None:
+        self.clock, self.chunk_s, self.compile_s = clock, chunk_s, compile_s
+        self.queued = 0.0
+        self.first = True
+        self.events: list[str] = []
+        self.extra_per_chunk: list[float] = []  # per timed call, consumed in order after calibration
+        self.facts = StepperFacts("fake", (1,), ActionSpace("discrete", n=2), "none")
+
+    def load_actions(self, pool) -> None:
+        pass
+
+    def run(self, loops: int) -> None:
+        self.events.append(f"run{loops}")
+        extra = 0.0
+        if self.first:
+            extra, self.first = self.compile_s, False
+        self.queued += loops * self.chunk_s + extra
+
+    def sync(self) -> None:
+        self.events.append("sync")
+        self.clock.t += self.queued
+        self.queued = 0.0
+
+    def close(self) -> None:
+        pass
+
+
+def test_compile_is_timed_apart_and_kept_out_of_values():
+    clock = FakeClock()
+    st = AsyncFakeStepper(clock, chunk_s=0.01, compile_s=30.0)
+    m = measure_throughput(st, num_envs=4, chunk_steps=10, settings=MeasureSettings(min_time_s=0.1, values=3), clock=clock)
+    assert m.compile_s == pytest.approx(30.01)
+    assert all(v == pytest.approx(m.loops * 0.01) for v in m.value_s)
+    assert m.env_steps_per_s == [pytest.approx(4 * 10 / 0.01)] * 3
+
+
+def test_calibration_reaches_min_time():
+    clock = FakeClock()
+    st = AsyncFakeStepper(clock, chunk_s=0.003)
+    m = measure_throughput(st, num_envs=1, chunk_steps=1, settings=MeasureSettings(min_time_s=0.5), clock=clock)
+    assert m.calibration_s[-1] >= 0.5
+    assert all(v >= 0.5 for v in m.value_s)
+    assert all(c < 0.5 for c in m.calibration_s[:-1])
+    assert m.steps_per_value == m.loops
+
+
+def test_one_sync_per_timed_value_and_work_is_inside_the_value():
+    clock = FakeClock()
+    st = AsyncFakeStepper(clock, chunk_s=0.05)
+    s = MeasureSettings(min_time_s=0.1, values=4, warmups=2)
+    m = measure_throughput(st, num_envs=1, chunk_steps=1, settings=s, clock=clock)
+    # every run() is followed by exactly one sync(), never two runs or two syncs in a row
+    assert st.events[0::2] == [e for e in st.events if e.startswith("run")]
+    assert st.events[1::2] == ["sync"] * (len(st.events) // 2)
+    timed_calls = 1 + len(m.calibration_s) + len(m.warmup_s) + len(m.value_s)
+    assert st.events.count("sync") == timed_calls
+    # the queued work is only done at sync(): values would be 0 if sync were outside the value
+    assert min(m.value_s) > 0
+
+
+def test_warmups_are_discarded():
+    clock = FakeClock()
+    st = AsyncFakeStepper(clock, chunk_s=0.1)
+
+    slow = {"left": 2}
+    orig_run = st.run
+
+    def run(loops: int) -> None:
+        orig_run(loops)
+        # after compile + calibration, the next two timed calls (the warm-ups) are 10x slower
+        if len(st.events) > 4 and slow["left"]:
+            st.queued *= 10
+            slow["left"] -= 1
+
+    st.run = run  # type: ignore[method-assign]
+    m = measure_throughput(
+        st, num_envs=1, chunk_steps=1, settings=MeasureSettings(min_time_s=0.1, values=3, warmups=2), clock=clock
+    )
+    assert len(m.warmup_s) == 2 and min(m.warmup_s) == pytest.approx(10 * max(m.value_s))
+    assert m.value_s == [pytest.approx(0.1 * m.loops)] * 3
+
+
+def test_timed_region_callback_brackets_only_the_kept_values():
+    clock = FakeClock()
+    st = AsyncFakeStepper(clock, chunk_s=0.1)
+    marks: list[tuple[bool, int]] = []
+    measure_throughput(
+        st,
+        num_envs=1,
+        chunk_steps=1,
+        settings=MeasureSettings(min_time_s=0.1, values=3, warmups=1),
+        clock=clock,
+        on_timed_region=lambda on: marks.append((on, st.events.count("sync"))),
+    )
+    (on, before), (off, after) = marks
+    assert on and not off and after - before == 3
+
+
+def test_invalid_settings_rejected():
+    with pytest.raises(ValueError):
+        MeasureSettings(values=0)
+    with pytest.raises(ValueError):
+        MeasureSettings(min_time_s=0)
