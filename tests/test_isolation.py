@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, write_suite
 
 from gpuenv.backends.base import Case
@@ -51,15 +53,30 @@ def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
     assert len(by_variant["hang"][0]["processes"]) == 1
 
 
-def test_hang_kills_the_whole_process_group(tmp_path):
-    written = run_plan([planned("hang", timeout_s=2)], suite="t", run_id="r", out_dir=tmp_path)
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_hang_kills_the_whole_process_group(tmp_path, monkeypatch):
+    """The hanging worker has started a child (as SubprocVecEnv does): the timeout kills both."""
+    pidfile = tmp_path / "child.pid"
+    monkeypatch.setenv("GPUENV_FAKE_CHILD_PIDFILE", str(pidfile))
+    written = run_plan([planned("hang", timeout_s=3)], suite="t", run_id="r", out_dir=tmp_path)
     rec = written[0][0]
     assert rec["status"] == "failed"
-    out = subprocess.run(["pgrep", "-f", "gpuenv worker"], capture_output=True, text=True).stdout.strip()
-    assert out == ""
+    worker_pid, child_pid = (int(x) for x in pidfile.read_text().split())
+    assert _gone(worker_pid) and _gone(child_pid)
 
 
-def test_ctrl_c_keeps_finished_records(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_keeps_finished_records(tmp_path, sig):
     s = write_suite(
         tmp_path / "ctrlc.toml",
         """
@@ -80,9 +97,11 @@ num_envs = [1]
 """,
     )
     out = tmp_path / "out"
+    pidfile = tmp_path / "child.pid"
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpuenv", "bench", "--suite", str(s), "--out", str(out)],
         cwd=ROOT,
+        env={**os.environ, "GPUENV_FAKE_CHILD_PIDFILE": str(pidfile)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -90,8 +109,9 @@ num_envs = [1]
     deadline = time.time() + 120
     while time.time() < deadline and len(list(out.rglob("*.json"))) < 2:
         time.sleep(0.2)
-    time.sleep(1.0)  # the hang case is now running
-    proc.send_signal(signal.SIGINT)
+    while time.time() < deadline and not pidfile.exists():  # the hang case is now running
+        time.sleep(0.1)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr + stdout
@@ -102,5 +122,5 @@ num_envs = [1]
         ("fake-ok-cartpole-n1", "ok"),
         ("fake-ok-cartpole-n2", "ok"),
     ]
-    time.sleep(0.5)
-    assert subprocess.run(["pgrep", "-f", "gpuenv worker"], capture_output=True).stdout.strip() == b""
+    worker_pid, child_pid = (int(x) for x in pidfile.read_text().split())
+    assert _gone(worker_pid) and _gone(child_pid)

@@ -117,3 +117,70 @@ def test_invalid_record_is_not_written(tmp_path):
     with pytest.raises(UserError):
         write_record(tmp_path, rec)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r["summary"]["env_steps_per_s"].__setitem__("median", 0), "positive median"),
+        (lambda r: r["summary"].__setitem__("env_steps_per_s", {"median": 1.0}), "positive median"),
+        (lambda r: r["processes"].__setitem__(0, "x"), r"processes\[0\] is malformed"),
+    ],
+)
+def test_nested_fields_are_validated(mutate, message):
+    rec = copy.deepcopy(make_record())
+    mutate(rec)
+    with pytest.raises(UserError, match=message):
+        schema.validate(rec, "x.json")
+
+
+def test_failed_record_needs_a_reason():
+    rec = make_record("failed")
+    rec["failure"] = {"x": 1}
+    with pytest.raises(UserError, match="needs failure.reason"):
+        schema.validate(rec, "x.json")
+
+
+def test_nan_in_a_file_is_corrupt(tmp_path):
+    p = write_record(tmp_path, make_record())
+    p2 = tmp_path / "nan.json"
+    p2.write_text(p.read_text().replace('"startup_s": 1.0', '"startup_s": NaN', 1))
+    with pytest.raises(UserError, match="non-finite number NaN"):
+        schema.load(p2)
+
+
+def test_records_are_readable_by_others(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        p = write_record(tmp_path, make_record())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644
+
+
+def test_speedup_uses_the_baseline_of_the_same_run():
+    from gpuenv.report.table import tables
+
+    def rec(run_id, backend, variant, rate):
+        r = make_record()
+        r["run_id"] = run_id
+        r["case"].update(backend=backend, variant=variant)
+        for p in r["processes"]:
+            p["env_steps_per_s"] = [rate, rate * 1.001, rate * 0.999]
+        return r
+
+    records = [
+        rec("a", "gymnasium", "subproc", 100.0),
+        rec("a", "envpool", "sync", 1000.0),
+        rec("b", "gymnasium", "subproc", 500.0),
+    ]
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    for t in tables(records):
+        console.print(t)
+    text = console.export_text()
+    assert "10.00x" in text and "2.00x" not in text

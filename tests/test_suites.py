@@ -33,7 +33,7 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
         load_suite(n, REG)
     q = plan(load_suite("quick", REG), REG)
     tasks = {pc.case.task for pc in q.cases}
-    assert {"cartpole", "halfcheetah", "ant", "pong"} <= tasks
+    assert tasks == {"cartpole", "halfcheetah", "ant", "pong"}
     sizes = {pc.case.num_envs for pc in q.cases}
     assert min(sizes) == 1 and max(sizes) == 64
     backends = {pc.case.backend for pc in q.cases}
@@ -106,3 +106,15 @@ def test_suite_file_errors_name_file_and_key(tmp_path, body, message):
 def test_unknown_suite_name_lists_known():
     with pytest.raises(UserError, match="unknown suite 'nope'.*quick"):
         load_suite("nope", REG)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1.0"])
+def test_non_finite_or_negative_times_are_rejected(tmp_path, value):
+    body = GOOD.replace("processes = 3", f"processes = 3\nmin_time_s = {value}")
+    with pytest.raises(UserError, match="min_time_s and timeout_s must be finite and > 0"):
+        load_suite(suite(tmp_path, body), REG)
+
+
+def test_matrix_must_be_tables(tmp_path):
+    with pytest.raises(UserError, match="must be a table"):
+        load_suite(suite(tmp_path, "matrix = [1]\n"), REG)

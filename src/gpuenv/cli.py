@@ -6,6 +6,7 @@ Every user-fixable problem is one line on stderr and exit code 2 (never a traceb
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -103,10 +104,16 @@ def bench(
                     progress.console.print(f"{head}: {fmt_rate(s['median'])} env steps/s", highlight=False)
                 progress.advance(bar)
 
+        # SIGTERM / SIGHUP (a CI timeout, a closed terminal) take the Ctrl-C path: workers run in
+        # their own sessions and would not get the signal, so the orchestrator must kill them.
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             run_plan(cases, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     for t in tables(records):
         console.print(t)
@@ -123,6 +130,10 @@ def bench(
     if failed:
         err_console.print(f"{len(failed)} case(s) failed; their records say why (status 'failed')")
         raise typer.Exit(EXIT_CASE_FAILED)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 @app.command("list")
@@ -234,7 +245,7 @@ def runtime_info() -> dict:
 @app.command()
 def show(paths: Annotated[list[Path], typer.Argument(help="record files or run directories")]) -> None:
     """Print the tables of stored records (validated on read)."""
-    from gpuenv.report.table import tables
+    from gpuenv.report.table import footnotes, tables
     from gpuenv.results.schema import load
     from gpuenv.results.store import load_dir
 
@@ -252,14 +263,16 @@ def show(paths: Annotated[list[Path], typer.Argument(help="record files or run d
         raise UserError(f"no valid result records in {', '.join(map(str, paths))}")
     for t in tables(records):
         console.print(t)
+    for note in footnotes(records):
+        console.print(f"[yellow]warning[/] {note}")
 
 
 @app.command(hidden=True)
 def worker(spec: str, out: str) -> None:
     """Internal: measure one process of one case (started by the orchestrator)."""
-    from gpuenv.run.worker import main as worker_main
+    from gpuenv.run.worker import exit_now, main as worker_main
 
-    raise typer.Exit(worker_main(spec, out))
+    exit_now(worker_main(spec, out))
 
 
 # Typer ships its own copy of click in recent releases: take the classes from typer itself.

@@ -20,6 +20,7 @@ A suite file:
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, fields, replace
@@ -44,8 +45,10 @@ class MeasureSpec:
     def check(self, where: str) -> MeasureSpec:
         if self.processes < 1 or self.values < 1 or self.warmups < 0 or self.chunk_steps < 1:
             raise UserError(f"{where}: processes, values and chunk_steps must be >= 1 and warmups >= 0")
-        if self.min_time_s <= 0 or self.timeout_s <= 0:
-            raise UserError(f"{where}: min_time_s and timeout_s must be > 0")
+        if not (math.isfinite(self.min_time_s) and self.min_time_s > 0) or not (
+            math.isfinite(self.timeout_s) and self.timeout_s > 0
+        ):
+            raise UserError(f"{where}: min_time_s and timeout_s must be finite and > 0")
         return self
 
 
@@ -151,6 +154,8 @@ def load_suite(name_or_path: str, registry: Registry) -> Suite:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read suite file: {e}") from None
     _unknown(data, _TOP_KEYS, str(path))
     measure_table = data.get("measure", {})
     if not isinstance(measure_table, dict):
@@ -163,6 +168,8 @@ def load_suite(name_or_path: str, registry: Registry) -> Suite:
     entries = []
     for i, t in enumerate(matrix_tables, 1):
         where = f"{path} [[matrix]] #{i}"
+        if not isinstance(t, dict):
+            raise UserError(f"{where}: must be a table ([[matrix]] with keys backends, tasks, num_envs)")
         _unknown(t, _MATRIX_KEYS, where)
         backends = _list(t, "backends", str, where)
         for b in backends:

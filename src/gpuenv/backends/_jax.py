@@ -35,10 +35,17 @@ def device_facts() -> tuple[str, dict]:
     return label, details
 
 
-def strong(tree):
-    """Drop weak types so the state returned by reset has exactly the types the scan returns;
-    otherwise the second call of the jitted chunk retraces and recompiles inside the timed region."""
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype) if hasattr(x, "dtype") else x, tree)
+_CACHE_EVENTS = {"hit": 0, "miss": 0}
+
+
+def _on_event(event: str, **_kwargs) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _CACHE_EVENTS["hit"] += 1
+    elif event == "/jax/compilation_cache/cache_misses":  # JAX records this when it writes an entry
+        _CACHE_EVENTS["miss"] += 1
+
+
+jax.monitoring.register_event_listener(_on_event)
 
 
 def make_chunk(step_fn, chunk_steps: int):
@@ -72,10 +79,20 @@ class ScanStepper:
         self._actions = jax.device_put(pool)
 
     def run(self, loops: int) -> None:
+        first = "compile_cache" not in self.facts.details
+        before = dict(_CACHE_EVENTS)
         state, i = self.state, self._i
         for _ in range(loops):
             state, i = self._chunk(state, self._actions, i)
         self.state, self._i = state, i
+        if first:  # the chunk compiled in this call: did it come from the persistent cache?
+            if _CACHE_EVENTS["hit"] > before["hit"]:
+                self.facts.details["compile_cache"] = "hit"
+            elif _CACHE_EVENTS["miss"] > before["miss"]:
+                self.facts.details["compile_cache"] = "miss"
+            else:
+                self.facts.details["compile_cache"] = "not cached"
+
 
     def sync(self) -> None:
         jax.block_until_ready((self.state, self._i))

@@ -52,7 +52,13 @@ class EnvPoolStepper:
             self._env_id = self.env.recv()[-1]["env_id"]
         else:
             self.env.reset()
-        # A chunk is chunk_steps steps of every env, i.e. chunk_steps * n / batch calls.
+        # A chunk is chunk_steps steps of every env, i.e. chunk_steps * n / batch calls: it must divide
+        # exactly, or the harness would count steps that never ran.
+        if (case.chunk_steps * n) % self.batch:
+            raise ValueError(
+                f"envpool {case.variant}: chunk_steps x num_envs ({case.chunk_steps} x {n}) is not a multiple "
+                f"of batch_size {self.batch}; use an even num_envs"
+            )
         self.calls_per_chunk = case.chunk_steps * n // self.batch
         self._actions: np.ndarray | None = None
         self._i = 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -36,8 +37,16 @@ class FakeStepper:
         if v == "segfault":
             ctypes.string_at(0)  # reads address 0: SIGSEGV
         if v == "hang":
+            import subprocess
             import threading
 
+            # Like SubprocVecEnv, leave a child process: the orchestrator must kill it too.
+            child = subprocess.Popen(["sleep", "3600"])
+            pidfile = os.environ.get("GPUENV_FAKE_CHILD_PIDFILE")
+            if pidfile:
+                # (this module's `open` is the adapter contract, so no builtin open here)
+                Path(pidfile + ".tmp").write_text(f"{os.getpid()} {child.pid}")
+                os.replace(pidfile + ".tmp", pidfile)
             threading.Event().wait(3600)  # the orchestrator's timeout must kill this
         if v == "exit":
             os._exit(7)

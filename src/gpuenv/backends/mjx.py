@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import mujoco
 from mujoco import mjx
 
-from gpuenv.backends._jax import ScanStepper, device_facts, make_chunk, strong
+from gpuenv.backends._jax import ScanStepper, device_facts, make_chunk
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
 from gpuenv.tasks import NativeTask
 
@@ -69,15 +69,16 @@ def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the ada
     batch_step = jax.vmap(one_step)
     n = case.num_envs
     obs_size = int(m.nq - skip + m.nv)
-    state = strong(
-        (
+    # Built inside one jit: eager ops would each compile on their own (seconds on CPU).
+    state = jax.jit(
+        lambda: (
             jax.tree.map(lambda x: jnp.broadcast_to(x, (n, *x.shape)), init),
             jnp.zeros(n, jnp.int32),
             jnp.zeros((n, obs_size), init.qpos.dtype),
             jnp.zeros(n, jnp.float32),
             jnp.zeros(n, bool),
         )
-    )
+    )()
     low, high = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
     details.update(
         mjx_impl=IMPL,

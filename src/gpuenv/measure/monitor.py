@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,12 +19,13 @@ import psutil
 @dataclass
 class ResourceSamples:
     interval_s: float
+    gpu_method: str | None = None
     cpu_percent_per_core: list[list[float]] = field(default_factory=list)
     gpu_util_percent: list[float] = field(default_factory=list)
     gpu_mem_used_mib: list[float] = field(default_factory=list)
 
     def summary(self) -> dict:
-        out: dict = {"samples": len(self.cpu_percent_per_core), "interval_s": self.interval_s}
+        out: dict = {"samples": len(self.cpu_percent_per_core), "interval_s": self.interval_s, "gpu_method": self.gpu_method}
         if self.cpu_percent_per_core:
             per_core = np.asarray(self.cpu_percent_per_core).mean(axis=0)
             out["cpu_percent_mean_per_core"] = [round(float(x), 1) for x in per_core]
@@ -52,14 +54,40 @@ def bottleneck(s: dict) -> str:
 
 
 class _Gpu:
-    """nvidia-smi polling; absent GPU -> no-op."""
+    """GPU utilisation and memory: NVML in-process where nvidia-ml-py is installed (no fork in the
+    timed region), else nvidia-smi at most every NVIDIA_SMI_INTERVAL_S; absent GPU -> no-op."""
+
+    NVIDIA_SMI_INTERVAL_S = 2.0
 
     def __init__(self) -> None:
-        self.smi = shutil.which("nvidia-smi")
+        self.method: str | None = None
+        self._handle = None
+        self._last_smi = -1e9
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self._nvml = pynvml
+            self.method = "nvml"
+        except Exception:  # noqa: BLE001 - no NVML, no driver or no GPU
+            self.smi = shutil.which("nvidia-smi")
+            self.method = "nvidia-smi" if self.smi else None
 
     def sample(self) -> tuple[float, float] | None:
-        if not self.smi:
+        if self.method == "nvml":
+            try:
+                util = self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu
+                mem = self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
+                return float(util), float(mem)
+            except Exception:  # noqa: BLE001
+                return None
+        if self.method != "nvidia-smi":
             return None
+        now = time.monotonic()
+        if now - self._last_smi < self.NVIDIA_SMI_INTERVAL_S:
+            return None
+        self._last_smi = now
         try:
             out = subprocess.run(
                 [self.smi, "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
@@ -77,8 +105,8 @@ class Monitor:
     """Samples in a background thread while `active`; start/stop bracket the timed values."""
 
     def __init__(self, interval_s: float = 0.25) -> None:
-        self.samples = ResourceSamples(interval_s)
         self._gpu = _Gpu()
+        self.samples = ResourceSamples(interval_s, gpu_method=self._gpu.method)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

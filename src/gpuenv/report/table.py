@@ -8,6 +8,7 @@ from collections import defaultdict
 from rich.table import Table
 
 from gpuenv.measure import stats
+from gpuenv.tasks import TASKS
 
 BASELINE = ("gymnasium", "subproc")
 
@@ -32,12 +33,14 @@ def speedup(record: dict, baseline: dict | None) -> stats.Summary | None:
 
 def tables(records: list[dict]) -> list[Table]:
     by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
+    order = list(TASKS)
+    for r in sorted(records, key=lambda r: order.index(r["case"]["task"]) if r["case"]["task"] in order else 99):
         by_task[r["case"]["task"]].append(r)
     out = []
     for task, recs in by_task.items():
+        # The baseline comes from the same run (same machine, same moment), never from another.
         base = {
-            r["case"]["num_envs"]: r
+            (r["run_id"], r["case"]["num_envs"]): r
             for r in recs
             if (r["case"]["backend"], r["case"]["variant"]) == BASELINE and r["status"] == "ok"
         }
@@ -59,7 +62,7 @@ def tables(records: list[dict]) -> list[Table]:
                 t.add_row(name, str(c["num_envs"]), f"[red]{r['status']}[/]", r["failure"]["reason"][:60], "", "", "")
                 continue
             s = r["summary"]["env_steps_per_s"]
-            sp = speedup(r, base.get(c["num_envs"]))
+            sp = speedup(r, base.get((r["run_id"], c["num_envs"])))
             sp_text = "" if sp is None else f"{sp.median:.2f}x [{sp.ci_low:.2f}-{sp.ci_high:.2f}]"
             half = 100 * (s["ci_high"] - s["ci_low"]) / 2 / s["median"]
             interval = f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])} (+-{half:.0f}%)"
@@ -80,5 +83,17 @@ def tables(records: list[dict]) -> list[Table]:
 
 
 def footnotes(records: list[dict]) -> list[str]:
-    """Warnings worth reading, one line per case."""
-    return [f"{r['case_key']}: {w}" for r in records for w in r.get("summary", {}).get("warnings", [])]
+    """Warnings worth reading: wide intervals as one line, anything else one line per case."""
+    ok = [r for r in records if r["status"] == "ok"]
+    wide = [r for r in ok if r["summary"]["env_steps_per_s"]["rel_half_width"] > stats.WIDE_INTERVAL]
+    lines = []
+    if wide:
+        lines.append(
+            f"{len(wide)} of {len(ok)} cases have a 95% interval wider than +-{100 * stats.WIDE_INTERVAL:.0f}% "
+            "(yellow above): the machine is noisy; raise min_time_s / values, or use a quieter machine"
+        )
+    for r in ok:
+        for w in r["summary"].get("warnings", []):
+            if not w.startswith("wide interval"):
+                lines.append(f"{r['case_key']}: {w}")
+    return lines

@@ -7,6 +7,7 @@ Records are validated on read; a record of another schema version is refused wit
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -83,18 +84,43 @@ def validate(record: Any, source: str = "record") -> dict:
         raise UserError(f"{source}: invalid result record: status {record['status']!r} not in {STATUSES}")
     if record["measurement_mode"] not in MEASUREMENT_MODES:
         raise UserError(f"{source}: invalid result record: unknown measurement_mode {record['measurement_mode']!r}")
-    if record["status"] == "ok" and "env_steps_per_s" not in record["summary"]:
-        raise UserError(f"{source}: invalid result record: an ok record needs summary.env_steps_per_s")
-    if record["status"] != "ok" and not record["failure"]:
-        raise UserError(f"{source}: invalid result record: a {record['status']} record needs failure.reason")
+    if record["status"] == "ok":
+        s = record["summary"].get("env_steps_per_s")
+        fields_ok = isinstance(s, dict) and all(
+            _positive(s.get(k)) for k in ("median", "ci_low", "ci_high")
+        )
+        if not fields_ok:
+            raise UserError(
+                f"{source}: invalid result record: an ok record needs summary.env_steps_per_s "
+                "with positive median, ci_low, ci_high"
+            )
+    else:
+        f = record["failure"]
+        if not isinstance(f, dict) or not isinstance(f.get("reason"), str):
+            raise UserError(f"{source}: invalid result record: a {record['status']} record needs failure.reason")
+    for i, p in enumerate(record["processes"]):
+        if not isinstance(p, dict) or not isinstance(p.get("env_steps_per_s", []), list):
+            raise UserError(f"{source}: invalid result record: processes[{i}] is malformed")
+        if not all(_positive(v) for v in p.get("env_steps_per_s", [])):
+            raise UserError(f"{source}: invalid result record: processes[{i}].env_steps_per_s has a non-positive value")
     return record
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _no_nan(token: str) -> float:
+    raise ValueError(f"non-finite number {token}")
 
 
 def load(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(), parse_constant=_no_nan)
     except FileNotFoundError:
         raise UserError(f"{path}: no such result file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
         raise UserError(f"{path}: corrupt result file (not valid JSON: {e})") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read result file: {e.strerror or e}") from None
     return validate(data, str(path))

@@ -40,17 +40,34 @@ def write_atomic_new(directory: Path, stem: str, data: dict) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; records are for sharing
             os.fsync(f.fileno())
         for i in range(1, 1000):
             target = directory / (f"{stem}.json" if i == 1 else f"{stem}-{i}.json")
             try:
                 os.link(tmp, target)
-                return target
             except FileExistsError:
                 continue
+            _fsync_dir(directory)
+            return target
         raise UserError(f"too many records named {stem} in {directory}")
     finally:
         os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the new directory entry durable too, not only the file's bytes."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_record(directory: Path, record: dict) -> Path:

@@ -43,7 +43,8 @@ def worker_env() -> dict[str, str]:
         d = jax_cache_dir()
         d.mkdir(parents=True, exist_ok=True)
         env["JAX_COMPILATION_CACHE_DIR"] = str(d)
-    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    # Only compiles that matter: caching every tiny eager op costs more disk I/O than it saves.
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
     return env
 
@@ -95,14 +96,8 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path) -> Proc
             failure, result = f"worker killed by {_signal_name(rc)}", None
         elif rc != 0 or result is None:
             failure, result = f"worker exited with code {rc} without a result", None
-    # A process may have finished its result and then crashed on exit: keep the result.
-    if _still_alive(proc):
-        _kill_group(proc)
+    _kill_group(proc)  # whatever the worker left behind (env subprocesses) goes with it
     return ProcessOutcome(index, result, failure, tail)
-
-
-def _still_alive(proc: subprocess.Popen) -> bool:
-    return proc.poll() is None
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -121,6 +116,8 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool) -> d
         warnings.append(f"only {s.n_processes} process(es): interval is not trustworthy")
     if s.wide:
         warnings.append(f"wide interval: +-{100 * s.rel_half_width:.1f}% of the median (noisy machine?)")
+    if any(r.get("recalibrated") for r in results):
+        warnings.append("calibration ended on a one-off slow call and was redone (late recompile?)")
     compile_cold = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "miss"]
     compile_warm = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "hit"]
     startup = sorted(r["startup_s"] for r in results)
@@ -154,6 +151,8 @@ def build_record(
     failed = next((o for o in outcomes if o.failure), None)
     facts = done[0]["facts"] if done else {}
     status = "interrupted" if interrupted else ("failed" if failed or not done else "ok")
+    if status != "ok":
+        done = []  # no summary for a failed case; its finished processes stay in processes[]
     failure = None
     if status != "ok":
         reason = "interrupted by the user (Ctrl-C)" if interrupted else (failed.failure if failed else "no result")
@@ -168,7 +167,7 @@ def build_record(
         "physics_dt_s": native.physics_dt_s,
         "episode_steps": native.episode_steps,
     }
-    summary = summarize_case(done, native.frame_skip, native.physics_dt_s is not None) if status == "ok" else {}
+    summary = summarize_case(done, native.frame_skip, native.physics_dt_s is not None) if done else {}
     return {
         "schema": schema.SCHEMA,
         "schema_version": schema.SCHEMA_VERSION,
@@ -234,7 +233,11 @@ def run_plan(
                         break  # a case that fails once is recorded failed; do not burn more time on it
             except KeyboardInterrupt:
                 interrupted = True
-        record = build_record(planned, outcomes, suite=suite, run_id=run_id, where=where, interrupted=interrupted)
+        try:
+            record = build_record(planned, outcomes, suite=suite, run_id=run_id, where=where, interrupted=interrupted)
+        except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
+            outcomes.append(ProcessOutcome(len(outcomes), None, f"gpuenv could not summarise this case: {e!r}"))
+            record = build_record(planned, outcomes, suite=suite, run_id=run_id, where=where, interrupted=interrupted)
         path = write_record(out_dir, record)
         written.append((record, path))
         on_event("case_done", {"index": i, "record": record, "path": path})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import traceback
 from dataclasses import asdict
@@ -23,20 +24,12 @@ from gpuenv.tasks import get_task
 WORKER_ERROR_EXIT = 3
 
 
-def _cache_entries() -> int | None:
-    d = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if not d or not Path(d).is_dir():
-        return None
-    return sum(1 for _ in Path(d).iterdir())
-
-
 def measure_case(spec: dict, clock=time.perf_counter) -> dict:
     case = Case(**spec["case"])
     settings = MeasureSettings(**spec["settings"])
     info = DEFAULT_REGISTRY.get(case.backend)
     native = get_task(case.task).native(case.backend)
 
-    cache_before = _cache_entries()
     t0 = clock()
     adapter = info.load()
     import_s = clock() - t0
@@ -44,25 +37,21 @@ def measure_case(spec: dict, clock=time.perf_counter) -> dict:
     t0 = clock()
     stepper = adapter.open(case, native)
     build_s = clock() - t0
-    try:
-        stepper.load_actions(action_pool(stepper.facts.action_space, case.num_envs, case.action_pool_steps, case.seed))
-        monitor = Monitor()
-        m = measure_throughput(
-            stepper,
-            num_envs=case.num_envs,
-            chunk_steps=case.chunk_steps,
-            settings=settings,
-            clock=clock,
-            on_timed_region=monitor.set_active,
-        )
-    finally:
-        stepper.close()
-    cache_after = _cache_entries()
-    if cache_before is None or cache_after is None or info.device != "gpu":
-        cache = "n/a"
-    else:
-        cache = "miss" if cache_after > cache_before else "hit"
+    # No close(): the worker exits right after writing its result, and the orchestrator kills the
+    # worker's process group (SubprocVecEnv children included). Closing 64 env processes one by one
+    # would cost seconds per worker that nobody measures.
+    stepper.load_actions(action_pool(stepper.facts.action_space, case.num_envs, case.action_pool_steps, case.seed))
+    monitor = Monitor()
+    m = measure_throughput(
+        stepper,
+        num_envs=case.num_envs,
+        chunk_steps=case.chunk_steps,
+        settings=settings,
+        clock=clock,
+        on_timed_region=monitor.set_active,
+    )
     facts = stepper.facts
+    cache = facts.details.pop("compile_cache", "n/a")
     return {
         "ok": True,
         "pid": os.getpid(),
@@ -82,6 +71,7 @@ def measure_case(spec: dict, clock=time.perf_counter) -> dict:
         "calibration_s": m.calibration_s,
         "warmup_s": m.warmup_s,
         "value_s": m.value_s,
+        "recalibrated": m.recalibrated,
         "env_steps_per_s": m.env_steps_per_s,
         "resources": monitor.samples.summary(),
     }
@@ -101,3 +91,10 @@ def main(spec_path: str, out_path: str) -> int:
     tmp.write_text(json.dumps(result))
     tmp.replace(out_path)
     return code
+
+
+def exit_now(code: int) -> None:
+    """Leave without interpreter teardown (torch, JAX and env pools take seconds to tear down)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
