@@ -6,7 +6,7 @@ GPUENV := $(BIN)/gpuenv
 STAMP := $(VENV)/.installed
 BACKENDS := gymnasium envpool brax mjx
 
-.PHONY: install bench test test-fast smoke list info clean $(addprefix bench-,$(BACKENDS))
+.PHONY: install bench bench-overhead test test-fast smoke list info clean $(addprefix bench-,$(BACKENDS))
 
 # torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
 $(STAMP): pyproject.toml
@@ -25,6 +25,10 @@ bench: $(STAMP)
 ## Run one backend's suites locally (the container issue makes these run the backend's image).
 $(addprefix bench-,$(BACKENDS)): bench-%: $(STAMP)
 	$(GPUENV) bench --suite quick --backend $* $(ARGS)
+
+## The harness's own cost: gpuenv vs a hand-written loop, EnvPool and Brax, one run.
+bench-overhead: $(STAMP)
+	$(BIN)/python bench/overhead.py $(ARGS)
 
 smoke: $(STAMP)
 	$(GPUENV) bench --suite smoke $(ARGS)

@@ -28,7 +28,8 @@ class AsyncFakeStepper:
         self.queued = 0.0
         self.first = True
         self.events: list[str] = []
-        self.extra_per_chunk: list[float] = []  # per timed call, consumed in order after calibration
+        self.runs = 0
+        self.on_run = None  # optional hook(stepper, n) after the n-th run() call (1-based)
         self.facts = StepperFacts("fake", (1,), ActionSpace("discrete", n=2), "none")
 
     def load_actions(self, pool) -> None:
@@ -40,6 +41,9 @@ class AsyncFakeStepper:
         if self.first:
             extra, self.first = self.compile_s, False
         self.queued += loops * self.chunk_s + extra
+        self.runs += 1
+        if self.on_run:
+            self.on_run(self, self.runs)
 
     def sync(self) -> None:
         self.events.append("sync")
@@ -87,17 +91,12 @@ def test_warmups_are_discarded():
     clock = FakeClock()
     st = AsyncFakeStepper(clock, chunk_s=0.1)
 
-    slow = {"left": 2}
-    orig_run = st.run
+    def slow_warmups(stepper, n: int) -> None:
+        # run 1 compiles, run 2 calibrates (0.1 s >= min_time), runs 3-4 are the warm-ups: 10x slower
+        if n in (3, 4):
+            stepper.queued *= 10
 
-    def run(loops: int) -> None:
-        orig_run(loops)
-        # after compile + calibration, the next two timed calls (the warm-ups) are 10x slower
-        if len(st.events) > 4 and slow["left"]:
-            st.queued *= 10
-            slow["left"] -= 1
-
-    st.run = run  # type: ignore[method-assign]
+    st.on_run = slow_warmups
     m = measure_throughput(
         st, num_envs=1, chunk_steps=1, settings=MeasureSettings(min_time_s=0.1, values=3, warmups=2), clock=clock
     )
@@ -131,16 +130,11 @@ def test_invalid_settings_rejected():
 def test_calibration_stopped_by_a_one_off_slow_call_is_redone():
     clock = FakeClock()
     st = AsyncFakeStepper(clock, chunk_s=0.001)
-    calls = {"n": 0}
-    orig_run = st.run
+    def late_recompile(stepper, n: int) -> None:
+        if n == 2:  # first calibration call: a late recompile makes it look long enough
+            stepper.queued += 5.0
 
-    def run(loops: int) -> None:
-        orig_run(loops)
-        calls["n"] += 1
-        if calls["n"] == 2:  # first calibration call: a late recompile makes it look long enough
-            st.queued += 5.0
-
-    st.run = run  # type: ignore[method-assign]
+    st.on_run = late_recompile
     m = measure_throughput(
         st, num_envs=1, chunk_steps=1, settings=MeasureSettings(min_time_s=0.2, values=3, warmups=1), clock=clock
     )
