@@ -98,3 +98,16 @@ def test_bench_end_to_end_with_fake_backend(cli, tmp_path):
     assert len(list(run_dir.glob("*.json"))) == 4
     shown = cli("show", str(run_dir))
     assert shown.returncode == 0 and "fake:ok" in shown.stdout
+
+
+def test_show_markdown(cli, tmp_path):
+    s = write_suite(
+        tmp_path / "m.toml",
+        "[measure]\nmin_time_s=0.01\nvalues=2\nchunk_steps=5\n[[matrix]]\nbackends=['fake:ok']\ntasks=['cartpole']\nnum_envs=[1,4]\n",
+    )
+    assert cli("bench", "--suite", str(s), "--out", str(tmp_path / "o")).returncode == 0
+    r = cli("show", "--markdown", str(tmp_path / "o"))
+    assert r.returncode == 0
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "| task | backend | 1 envs | 4 envs |"
+    assert lines[2].startswith("| cartpole | fake:ok | ") and lines[2].count("(") == 2

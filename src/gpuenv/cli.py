@@ -243,9 +243,12 @@ def runtime_info() -> dict:
 
 
 @app.command()
-def show(paths: Annotated[list[Path], typer.Argument(help="record files or run directories")]) -> None:
+def show(
+    paths: Annotated[list[Path], typer.Argument(help="record files or run directories")],
+    as_markdown: Annotated[bool, typer.Option("--markdown", help="one markdown table (for READMEs)")] = False,
+) -> None:
     """Print the tables of stored records (validated on read)."""
-    from gpuenv.report.table import footnotes, tables
+    from gpuenv.report.table import footnotes, markdown, tables
     from gpuenv.results.schema import load
     from gpuenv.results.store import load_dir
 
@@ -261,6 +264,9 @@ def show(paths: Annotated[list[Path], typer.Argument(help="record files or run d
         err_console.print(f"[yellow]skipped[/] {msg}")
     if not records:
         raise UserError(f"no valid result records in {', '.join(map(str, paths))}")
+    if as_markdown:
+        print(markdown(records))
+        return
     for t in tables(records):
         console.print(t)
     for note in footnotes(records):

@@ -97,3 +97,23 @@ def footnotes(records: list[dict]) -> list[str]:
             if not w.startswith("wide interval"):
                 lines.append(f"{r['case_key']}: {w}")
     return lines
+
+
+def markdown(records: list[dict]) -> str:
+    """Compact markdown: one row per task x backend, one column per num_envs, for READMEs."""
+    sizes = sorted({r["case"]["num_envs"] for r in records})
+    by_row: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
+    order = list(TASKS)
+    for r in records:
+        c = r["case"]
+        cell = r["status"]
+        if r["status"] == "ok":
+            s = r["summary"]["env_steps_per_s"]
+            cell = f"{fmt_rate(s['median'])} ({fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])})"
+        by_row[(c["task"], f"{c['backend']}:{c['variant']}")][c["num_envs"]] = cell
+    head = "| task | backend | " + " | ".join(f"{n} envs" for n in sizes) + " |"
+    lines = [head, "|" + "---|" * (len(sizes) + 2)]
+    for (task, backend) in sorted(by_row, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[1])):
+        cells = by_row[(task, backend)]
+        lines.append(f"| {task} | {backend} | " + " | ".join(cells.get(n, "") for n in sizes) + " |")
+    return "\n".join(lines)
