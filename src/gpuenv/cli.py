@@ -74,7 +74,7 @@ def bench(
     run_id = new_run_id()
     run_dir = prepare_dir(out / run_id)
     console.print(f"[bold]gpuenv bench[/] suite [cyan]{s.name}[/]: {len(cases)} cases, run {run_id}")
-    for name, reason in unavailable.items():
+    for reason in unavailable.values():
         console.print(f"[yellow]skipped[/] {reason}")
 
     records: list[dict] = []
