@@ -93,7 +93,6 @@ class ScanStepper:
             else:
                 self.facts.details["compile_cache"] = "not cached"
 
-
     def sync(self) -> None:
         jax.block_until_ready((self.state, self._i))
 

@@ -61,6 +61,7 @@ class _Gpu:
 
     def __init__(self) -> None:
         self.method: str | None = None
+        self.smi: str | None = None
         self._handle = None
         self._last_smi = -1e9
         try:

@@ -24,7 +24,8 @@ class MeasureSettings:
     max_loops: int = 1 << 20
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.min_time_s) or self.min_time_s <= 0 or self.values < 1 or self.warmups < 0 or self.max_loops < 1:
+        bad_time = not math.isfinite(self.min_time_s) or self.min_time_s <= 0
+        if bad_time or self.values < 1 or self.warmups < 0 or self.max_loops < 1:
             raise ValueError(f"invalid measure settings: {self}")
 
 

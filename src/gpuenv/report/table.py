@@ -31,10 +31,15 @@ def speedup(record: dict, baseline: dict | None) -> stats.Summary | None:
     return stats.ratio(_groups(record), _groups(baseline))
 
 
+def _task_rank(task: str) -> int:
+    """Catalogue order (cartpole, halfcheetah, ...), unknown tasks last."""
+    order = list(TASKS)
+    return order.index(task) if task in order else len(order)
+
+
 def tables(records: list[dict]) -> list[Table]:
     by_task: dict[str, list[dict]] = defaultdict(list)
-    order = list(TASKS)
-    for r in sorted(records, key=lambda r: order.index(r["case"]["task"]) if r["case"]["task"] in order else 99):
+    for r in sorted(records, key=lambda r: _task_rank(r["case"]["task"])):
         by_task[r["case"]["task"]].append(r)
     out = []
     for task, recs in by_task.items():
@@ -103,7 +108,6 @@ def markdown(records: list[dict]) -> str:
     """Compact markdown: one row per task x backend, one column per num_envs, for READMEs."""
     sizes = sorted({r["case"]["num_envs"] for r in records})
     by_row: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
-    order = list(TASKS)
     for r in records:
         c = r["case"]
         cell = r["status"]
@@ -113,7 +117,7 @@ def markdown(records: list[dict]) -> str:
         by_row[(c["task"], f"{c['backend']}:{c['variant']}")][c["num_envs"]] = cell
     head = "| task | backend | " + " | ".join(f"{n} envs" for n in sizes) + " |"
     lines = [head, "|" + "---|" * (len(sizes) + 2)]
-    for (task, backend) in sorted(by_row, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[1])):
+    for task, backend in sorted(by_row, key=lambda k: (_task_rank(k[0]), k[1])):
         cells = by_row[(task, backend)]
         lines.append(f"| {task} | {backend} | " + " | ".join(cells.get(n, "") for n in sizes) + " |")
     return "\n".join(lines)
