@@ -6,7 +6,7 @@ import pytest
 
 from gpuenv.errors import UserError
 from gpuenv.registry import DEFAULT_REGISTRY as REG
-from gpuenv.suites import available_suites, load_suite, plan
+from gpuenv.suites import load_any, available_suites, load_suite, plan
 
 
 def suite(tmp_path, body: str, name="s.toml"):
@@ -30,7 +30,7 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     names = available_suites()
     assert {"smoke", "quick", "throughput"} <= set(names)
     for n in names:
-        load_suite(n, REG)
+        load_any(n, REG)  # throughput and time-to-reward suites alike
     q = plan(load_suite("quick", REG), REG)
     tasks = {pc.case.task for pc in q.cases}
     assert tasks == {"cartpole", "halfcheetah", "ant", "pong"}

@@ -43,37 +43,94 @@ def bench(
     ] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
+    seeds: Annotated[int | None, typer.Option("--seeds", help="time-to-reward suites: seeds per case")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = DEFAULT_OUT,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
-    from gpuenv.report.table import fmt_rate, footnotes, tables
-    from gpuenv.results.store import new_run_id, prepare_dir
-    from gpuenv.run.orchestrator import run_plan
-    from gpuenv.suites import load_suite, plan
+    from gpuenv.ppo.suite import PpoSuite
+    from gpuenv.suites import load_any
 
     registry = DEFAULT_REGISTRY
     for selector in backend or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason()
         if reason:
             raise UserError(reason)
-    s = load_suite(suite, registry)
-    p = plan(s, registry, backends=backend, tasks=task, num_envs=num_envs)
+    s = load_any(suite, registry, seeds=seeds)
+    if isinstance(s, PpoSuite):
+        if num_envs:
+            raise UserError("--num-envs does not apply to time-to-reward suites (each case sets its own num_envs)")
+        _bench_ppo(s, backend, task, out)
+    else:
+        _bench_throughput(s, backend, task, num_envs, out)
 
-    # Backends whose libraries are missing: an error if asked for by name, a note otherwise.
-    cases, unavailable = [], {}
-    for pc in p.cases:
-        info = registry.get(pc.case.backend)
+
+def _available(items, backend_of) -> tuple[list, dict[str, str]]:
+    """Split planned items into those whose backend is installed and {backend: why not} for the rest."""
+    keep, unavailable = [], {}
+    for item in items:
+        info = DEFAULT_REGISTRY.get(backend_of(item))
         reason = info.unavailable_reason()
         if reason is None:
-            cases.append(pc)
+            keep.append(item)
         else:
             unavailable[info.name] = reason
-    if not cases:
-        raise UserError(f"nothing to run in suite '{s.name}' on this machine; see `gpuenv list`")
+    return keep, unavailable
 
+
+def _bench_throughput(s, backend, task, num_envs, out: Path) -> None:
+    from gpuenv.report.table import fmt_rate
+    from gpuenv.run.orchestrator import run_plan
+    from gpuenv.suites import plan
+
+    p = plan(s, DEFAULT_REGISTRY, backends=backend, tasks=task, num_envs=num_envs)
+    cases, unavailable = _available(p.cases, lambda pc: pc.case.backend)
+
+    def line(r: dict) -> str:
+        return f"{fmt_rate(r['summary']['env_steps_per_s']['median'])} env steps/s"
+
+    def run(run_dir, run_id, on_event):
+        run_plan(cases, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
+
+    skipped = [
+        f"{sk.selector} / {sk.task}{f' at num_envs={sk.num_envs}' if sk.num_envs else ''}: {sk.reason}" for sk in p.skipped
+    ]
+    _run_and_report(s.name, [pc.case.key for pc in cases], unavailable, skipped, run, line, out)
+
+
+def _bench_ppo(s, backend, task, out: Path) -> None:
+    from gpuenv.ppo.run import run_ppo_plan
+    from gpuenv.ppo.suite import TRAINERS, filter_cases
+    from gpuenv.report.ttr import fmt_s
+
+    cases, unavailable = _available(filter_cases(s, DEFAULT_REGISTRY, backend, task), lambda c: c.backend)
+    for c in list(cases):
+        reason = TRAINERS[c.trainer].unavailable_reason()
+        if reason:
+            cases.remove(c)
+            unavailable[c.trainer] = reason
+
+    def line(r: dict) -> str:
+        sm = r["summary"]
+        t = sm["time_to_threshold_s"]
+        return f"{sm['reached']}/{sm['seeds']} reached {r['case']['threshold']:g}; wall s IQM {fmt_s(t['iqm'])}"
+
+    def run(run_dir, run_id, on_event):
+        run_ppo_plan(cases, s.run, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
+
+    skipped = [f"{sel} / {t}: {why}" for sel, t, why in s.skipped]
+    _run_and_report(s.name, [c.key for c in cases], unavailable, skipped, run, line, out, seeds=s.run.seeds)
+
+
+def _run_and_report(name, keys, unavailable, skipped, run, line, out: Path, seeds: int | None = None):
+    from gpuenv.report.table import footnotes, tables
+    from gpuenv.results.store import new_run_id, prepare_dir
+
+    if not keys:
+        raise UserError(f"nothing to run in suite '{name}' on this machine; see `gpuenv list`")
     run_id = new_run_id()
     run_dir = prepare_dir(out / run_id)
-    console.print(f"[bold]gpuenv bench[/] suite [cyan]{s.name}[/]: {len(cases)} cases, run {run_id}")
+    unit = f"{seeds} seeds each" if seeds else "processes each as the suite sets"
+    console.print(f"[bold]gpuenv bench[/] suite [cyan]{name}[/]: {len(keys)} cases ({unit}), run {run_id}")
     for reason in unavailable.values():
         console.print(f"[yellow]skipped[/] {reason}")
 
@@ -87,28 +144,29 @@ def bench(
         console=console,
         transient=False,
     ) as progress:
-        bar = progress.add_task("starting", total=len(cases))
+        bar = progress.add_task("starting", total=len(keys))
 
         def on_event(kind: str, data: dict) -> None:
             if kind == "process_start":
-                c = cases[data["index"]].case
-                progress.update(bar, description=f"{c.key} [process {data['process'] + 1}/{data['of']}]")
+                what = "seed" if seeds else "process"
+                progress.update(bar, description=f"{keys[data['index']]} [{what} {data['process'] + 1}/{data['of']}]")
+            elif kind == "run_done" and data["run"]["status"] == "failed":
+                progress.console.print(f"  seed {data['run']['seed']}: [red]failed[/] {data['run']['failure']}", highlight=False)
             elif kind == "case_done":
                 records.append(data["record"])
                 r = data["record"]
-                head = f"[{len(records)}/{len(cases)}] {r['case_key']}"
+                head = f"[{len(records)}/{len(keys)}] {r['case_key']}"
                 if r["status"] != "ok":
                     progress.console.print(f"{head}: [red]{r['status']}[/] {r['failure']['reason']}")
                 else:
-                    s = r["summary"]["env_steps_per_s"]
-                    progress.console.print(f"{head}: {fmt_rate(s['median'])} env steps/s", highlight=False)
+                    progress.console.print(f"{head}: {line(r)}", highlight=False)
                 progress.advance(bar)
 
         # SIGTERM / SIGHUP (a CI timeout, a closed terminal) take the Ctrl-C path: workers run in
         # their own sessions and would not get the signal, so the orchestrator must kill them.
         previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            run_plan(cases, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
+            run(run_dir, run_id, on_event)
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -119,16 +177,19 @@ def bench(
         console.print(t)
     for note in footnotes(records):
         console.print(f"[yellow]warning[/] {note}")
-    for sk in p.skipped:
-        size = f" at num_envs={sk.num_envs}" if sk.num_envs else ""
-        console.print(f"[dim]not run: {sk.selector} / {sk.task}{size}: {sk.reason}[/]")
+    for sk in skipped:
+        console.print(f"[dim]not run: {sk}[/]")
     failed = [r for r in records if r["status"] != "ok"]
+    missed = [r for r in records if r["status"] == "ok" and r["summary"].get("passed") is False]
     console.print(f"{len(records)} records written to {run_dir}")
     if interrupted:
         err_console.print(f"interrupted: the {len(records)} finished records are kept in {run_dir}")
         raise typer.Exit(EXIT_INTERRUPTED)
     if failed:
         err_console.print(f"{len(failed)} case(s) failed; their records say why (status 'failed')")
+        raise typer.Exit(EXIT_CASE_FAILED)
+    if missed:
+        err_console.print(f"{len(missed)} case(s) missed their pass criterion (too few seeds reached the threshold)")
         raise typer.Exit(EXIT_CASE_FAILED)
 
 
@@ -141,7 +202,7 @@ def list_(
     what: Annotated[str, typer.Argument(help="backends | tasks | suites | all")] = "all",
 ) -> None:
     """Backends (available or not, and why), tasks (who offers each), suites."""
-    from gpuenv.suites import available_suites, load_suite
+    from gpuenv.suites import available_suites, load_any
     from gpuenv.tasks import TASKS
 
     if what not in ("all", "backends", "tasks", "suites"):
@@ -179,7 +240,7 @@ def list_(
         t.add_column("description")
         for name in available_suites():
             try:
-                desc = load_suite(name, registry).description
+                desc = load_any(name, registry).description
             except UserError as e:
                 desc = f"[red]{e}[/]"
             t.add_row(name, desc)

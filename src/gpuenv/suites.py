@@ -90,9 +90,10 @@ class Suite:
     matrix: tuple[MatrixEntry, ...]
 
 
+THROUGHPUT = "throughput"
 _MEASURE_KEYS = {f.name: f.type for f in fields(MeasureSpec)}
 _MATRIX_KEYS = {"backends", "tasks", "num_envs"} | set(_MEASURE_KEYS)
-_TOP_KEYS = {"description", "measure", "matrix"}
+_TOP_KEYS = {"description", "kind", "measure", "matrix"}
 
 
 def suites_dir() -> Path:
@@ -150,12 +151,9 @@ def resolve_path(name_or_path: str) -> Path:
 
 def load_suite(name_or_path: str, registry: Registry) -> Suite:
     path = resolve_path(name_or_path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML: {e}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read suite file: {e}") from None
+    data = read_toml(path)
+    if data.get("kind", THROUGHPUT) != THROUGHPUT:
+        raise UserError(f"{path}: kind {data.get('kind')!r} is not a throughput suite")
     _unknown(data, _TOP_KEYS, str(path))
     measure_table = data.get("measure", {})
     if not isinstance(measure_table, dict):
@@ -187,6 +185,31 @@ def load_suite(name_or_path: str, registry: Registry) -> Suite:
         entries.append(MatrixEntry(backends, tasks, num_envs, _measure(t, base, where)))
     desc = data.get("description", "")
     return Suite(path.stem, path, str(desc), base, tuple(entries))
+
+
+def read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read suite file: {e}") from None
+
+
+def load_any(name_or_path: str, registry: Registry, *, seeds: int | None = None):
+    """A throughput Suite or a time-to-reward PpoSuite, by the file's `kind` (default: throughput)."""
+    from gpuenv.ppo.suite import KIND, load_ppo_suite
+
+    path = resolve_path(name_or_path)
+    data = read_toml(path)
+    kind = data.get("kind", THROUGHPUT)
+    if kind == KIND:
+        return load_ppo_suite(path, data, registry, seeds=seeds)
+    if kind != THROUGHPUT:
+        raise UserError(f"{path}: unknown suite kind {kind!r} (known: {THROUGHPUT}, {KIND})")
+    if seeds is not None:
+        raise UserError(f"--seeds applies to time-to-reward suites only; '{path.stem}' is a throughput suite")
+    return load_suite(name_or_path, registry)
 
 
 def _matches(selector: str, wanted: str) -> bool:

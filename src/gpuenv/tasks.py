@@ -26,6 +26,7 @@ class NativeTask:
     action_size: int  # number of discrete actions, or dimensions of the box
     notes: str = ""
     unsupported: str = ""  # non-empty: the backend has the env but gpuenv cannot run it faithfully
+    max_return: float | None = None  # largest possible episode return, where known (checks PPO thresholds)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -71,9 +72,46 @@ TASKS: dict[str, Task] = {
             "classic-control",
             "CartPole-v1 (classic control, no physics engine)",
             {
-                "gymnasium": NativeTask("CartPole-v1", 0.02, 1, 0.02, 500, (4,), "discrete", 2),
-                "envpool": NativeTask("CartPole-v1", 0.02, 1, 0.02, 500, (4,), "discrete", 2),
-                "fake": NativeTask("fake-cartpole", 0.02, 1, 0.02, 500, (4,), "discrete", 2, "test-only"),
+                "gymnasium": NativeTask("CartPole-v1", 0.02, 1, 0.02, 500, (4,), "discrete", 2, max_return=500.0),
+                "envpool": NativeTask("CartPole-v1", 0.02, 1, 0.02, 500, (4,), "discrete", 2, max_return=500.0),
+                "fake": NativeTask(
+                    "fake-cartpole", 0.02, 1, 0.02, 500, (4,), "discrete", 2, "test-only", max_return=500.0
+                ),
+            },
+        ),
+        Task(
+            "inverted_pendulum",
+            "mujoco-classic",
+            "InvertedPendulum: keep a pole upright on a cart, +1 per step (MuJoCo)",
+            {
+                "gymnasium": NativeTask(
+                    "InvertedPendulum-v5", 0.04, 2, 0.02, 1000, (4,), "box", 1, _MUJOCO_NOTE, max_return=1000.0
+                ),
+                "envpool": NativeTask(
+                    "InvertedPendulum-v5", 0.04, 2, 0.02, 1000, (4,), "box", 1, _MUJOCO_NOTE, max_return=1000.0
+                ),
+                "brax": NativeTask(
+                    "inverted_pendulum",
+                    0.04,
+                    2,
+                    0.02,
+                    1000,
+                    (4,),
+                    "box",
+                    1,
+                    "Brax's own port; dt depends on the pipeline (positional: 0.005 s x 4 = 0.02 s)",
+                    max_return=1000.0,
+                ),
+            },
+        ),
+        Task(
+            "hopper",
+            "mujoco-locomotion",
+            "Hopper: one-legged hop forward (MuJoCo)",
+            {
+                "gymnasium": NativeTask("Hopper-v5", 0.008, 4, 0.002, 1000, (11,), "box", 3, _MUJOCO_NOTE),
+                "envpool": NativeTask("Hopper-v5", 0.008, 4, 0.002, 1000, (11,), "box", 3, _MUJOCO_NOTE),
+                "brax": NativeTask("hopper", 0.008, 4, 0.002, 1000, (11,), "box", 3, "Brax's own port"),
             },
         ),
         Task(
@@ -160,3 +198,9 @@ def get_task(name: str) -> Task:
         return TASKS[name]
     except KeyError:
         raise UserError(f"unknown task '{name}'; known tasks: {', '.join(TASKS)}") from None
+
+
+def task_rank(name: str) -> int:
+    """Catalogue order (cartpole, inverted_pendulum, ...) for tables; unknown tasks last."""
+    order = list(TASKS)
+    return order.index(name) if name in order else len(order)

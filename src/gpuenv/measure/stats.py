@@ -92,3 +92,81 @@ def ratio(
         n_processes=sum(1 for g in num if len(g)),
         confidence=confidence,
     )
+
+
+# --- time-to-reward: few runs (seeds), some censored at their budget ---------------------------
+
+
+def iqm(values: Sequence[float]) -> float:
+    """Interquartile mean: the mean of the middle 50% (rliable's aggregate; trims floor(n/4) per end)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    if x.size == 0:
+        raise ValueError("no values")
+    k = int(np.floor(x.size * 0.25))
+    return float(x[k : x.size - k].mean())
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """IQM over runs with a percentile bootstrap interval (runs resampled with replacement)."""
+
+    iqm: float
+    ci_low: float
+    ci_high: float
+    median: float
+    n: int
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def aggregate(values: Sequence[float], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> Aggregate:
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        raise ValueError("no values to aggregate")
+    rng = np.random.default_rng(seed)
+    boots = np.array([iqm(x[rng.integers(0, x.size, size=x.size)]) for _ in range(n_boot)])
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    return Aggregate(iqm(x), float(lo), float(hi), float(np.median(x)), int(x.size), confidence)
+
+
+def _faster_score(a: float, a_reached: bool, b: float, b_reached: bool) -> float:
+    """1 if run a is surely faster than run b, 0 if surely slower, 0.5 if tied or unknown.
+
+    A censored run only says "more than its budget" (Gehan's rule): it beats nothing, and it loses
+    only to a run that reached the threshold in less time than that budget.
+    """
+    if a_reached and b_reached:
+        return 1.0 if a < b else (0.5 if a == b else 0.0)
+    if a_reached and not b_reached:
+        return 1.0 if a < b else 0.5
+    if b_reached and not a_reached:
+        return 0.0 if b < a else 0.5
+    return 0.5
+
+
+def prob_faster(
+    a: Sequence[tuple[float, bool]],
+    b: Sequence[tuple[float, bool]],
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """P(a run of A reaches the threshold sooner than a run of B), over all pairs of runs, with a
+    bootstrap interval (both sides resampled). Runs are (time, reached) pairs; censored runs carry
+    their budget as time. Returns (probability, ci_low, ci_high)."""
+    if not a or not b:
+        raise ValueError("both sides need at least one run")
+    score = np.array([[_faster_score(ta, ra, tb, rb) for tb, rb in b] for ta, ra in a])
+    rng = np.random.default_rng(seed)
+    boots = np.empty(n_boot)
+    for i in range(n_boot):
+        ia = rng.integers(0, len(a), size=len(a))
+        ib = rng.integers(0, len(b), size=len(b))
+        boots[i] = score[np.ix_(ia, ib)].mean()
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    return float(score.mean()), float(lo), float(hi)

@@ -8,7 +8,9 @@ from collections import defaultdict
 from rich.table import Table
 
 from gpuenv.measure import stats
-from gpuenv.tasks import TASKS
+from gpuenv.report import ttr
+from gpuenv.results.schema import THROUGHPUT
+from gpuenv.tasks import task_rank as _task_rank
 
 BASELINE = ("gymnasium", "subproc")
 
@@ -31,13 +33,12 @@ def speedup(record: dict, baseline: dict | None) -> stats.Summary | None:
     return stats.ratio(_groups(record), _groups(baseline))
 
 
-def _task_rank(task: str) -> int:
-    """Catalogue order (cartpole, halfcheetah, ...), unknown tasks last."""
-    order = list(TASKS)
-    return order.index(task) if task in order else len(order)
-
-
 def tables(records: list[dict]) -> list[Table]:
+    """Throughput tables, then time-to-reward tables (each kind from its own records)."""
+    return _throughput_tables([r for r in records if r["measurement_mode"] == THROUGHPUT]) + ttr.tables(records)
+
+
+def _throughput_tables(records: list[dict]) -> list[Table]:
     by_task: dict[str, list[dict]] = defaultdict(list)
     for r in sorted(records, key=lambda r: _task_rank(r["case"]["task"])):
         by_task[r["case"]["task"]].append(r)
@@ -89,7 +90,7 @@ def tables(records: list[dict]) -> list[Table]:
 
 def footnotes(records: list[dict]) -> list[str]:
     """Warnings worth reading: wide intervals as one line, anything else one line per case."""
-    ok = [r for r in records if r["status"] == "ok"]
+    ok = [r for r in records if r["status"] == "ok" and r["measurement_mode"] == THROUGHPUT]
     wide = [r for r in ok if r["summary"]["env_steps_per_s"]["rel_half_width"] > stats.WIDE_INTERVAL]
     lines = []
     if wide:
@@ -101,11 +102,21 @@ def footnotes(records: list[dict]) -> list[str]:
         for w in r["summary"].get("warnings", []):
             if not w.startswith("wide interval"):
                 lines.append(f"{r['case_key']}: {w}")
-    return lines
+    return lines + ttr.footnotes(records)
 
 
 def markdown(records: list[dict]) -> str:
-    """Compact markdown: one row per task x backend, one column per num_envs, for READMEs."""
+    """Compact markdown: one row per task x backend, one column per num_envs, for READMEs (then the
+    time-to-reward table, when there are such records)."""
+    parts = []
+    if any(r["measurement_mode"] == THROUGHPUT for r in records):
+        parts.append(_throughput_markdown([r for r in records if r["measurement_mode"] == THROUGHPUT]))
+    if ttr.ttr_records(records):
+        parts.append(ttr.markdown(records))
+    return "\n\n".join(parts)
+
+
+def _throughput_markdown(records: list[dict]) -> str:
     sizes = sorted({r["case"]["num_envs"] for r in records})
     by_row: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
     for r in records:

@@ -16,10 +16,12 @@ from gpuenv.errors import UserError
 SCHEMA = "gpuenv.result"
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "interrupted")
-MEASUREMENT_MODES = ("env-step-throughput",)
+THROUGHPUT = "env-step-throughput"
+TIME_TO_REWARD = "time-to-reward"
+MEASUREMENT_MODES = (THROUGHPUT, TIME_TO_REWARD)
 
 # path -> required type(s). "a.b" means record["a"]["b"].
-_REQUIRED: dict[str, type | tuple[type, ...]] = {
+_COMMON: dict[str, type | tuple[type, ...]] = {
     "schema": str,
     "schema_version": int,
     "run_id": str,
@@ -33,23 +35,52 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "case.variant": str,
     "case.task": str,
     "case.num_envs": int,
-    "case.chunk_steps": int,
-    "case.seed": int,
     "what": dict,
     "what.native_env_id": str,
-    "what.physics": dict,
-    "what.action_distribution": str,
-    "what.reset_mode": str,
     "where": dict,
     "where.machine": dict,
     "where.packages": dict,
     "where.env": dict,
     "where.git": dict,
     "settings": dict,
-    "processes": list,
     "summary": dict,
     "failure": (dict, type(None)),
 }
+_BY_MODE: dict[str, dict[str, type | tuple[type, ...]]] = {
+    THROUGHPUT: {
+        "case.chunk_steps": int,
+        "case.seed": int,
+        "what.physics": dict,
+        "what.action_distribution": str,
+        "what.reset_mode": str,
+        "processes": list,
+    },
+    TIME_TO_REWARD: {
+        "case.trainer": str,
+        "case.threshold": float,
+        "case.max_env_steps": int,
+        "case.max_time_s": float,
+        "settings.seeds": int,
+        "runs": list,
+    },
+}
+_RUN_STATUSES = ("reached", "censored", "failed")
+
+
+def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) -> dict:
+    """The fields every record starts with, whatever it measured."""
+    from datetime import datetime, timezone
+
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "case_key": case_key,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "suite": suite,
+        "status": status,
+        "measurement_mode": mode,
+    }
 
 
 def _get(record: dict, path: str) -> Any:
@@ -73,7 +104,10 @@ def validate(record: Any, source: str = "record") -> dict:
             f"{source}: result schema version {version!r} is not supported by this gpuenv "
             f"(reads version {SCHEMA_VERSION}); use the gpuenv release that wrote it, or upgrade gpuenv"
         )
-    for path, typ in _REQUIRED.items():
+    mode = record.get("measurement_mode")
+    if mode not in MEASUREMENT_MODES:
+        raise UserError(f"{source}: invalid result record: unknown measurement_mode {mode!r}")
+    for path, typ in {**_COMMON, **_BY_MODE[mode]}.items():
         try:
             value = _get(record, path)
         except KeyError:
@@ -82,8 +116,8 @@ def validate(record: Any, source: str = "record") -> dict:
             raise UserError(f"{source}: invalid result record: field '{path}' has the wrong type")
     if record["status"] not in STATUSES:
         raise UserError(f"{source}: invalid result record: status {record['status']!r} not in {STATUSES}")
-    if record["measurement_mode"] not in MEASUREMENT_MODES:
-        raise UserError(f"{source}: invalid result record: unknown measurement_mode {record['measurement_mode']!r}")
+    if mode == TIME_TO_REWARD:
+        return _validate_ttr(record, source)
     if record["status"] == "ok":
         s = record["summary"].get("env_steps_per_s")
         fields_ok = isinstance(s, dict) and all(
@@ -95,15 +129,43 @@ def validate(record: Any, source: str = "record") -> dict:
                 "with positive median, ci_low, ci_high"
             )
     else:
-        f = record["failure"]
-        if not isinstance(f, dict) or not isinstance(f.get("reason"), str):
-            raise UserError(f"{source}: invalid result record: a {record['status']} record needs failure.reason")
+        _check_failure(record, source)
     for i, p in enumerate(record["processes"]):
         if not isinstance(p, dict) or not isinstance(p.get("env_steps_per_s", []), list):
             raise UserError(f"{source}: invalid result record: processes[{i}] is malformed")
         if not all(_positive(v) for v in p.get("env_steps_per_s", [])):
             raise UserError(f"{source}: invalid result record: processes[{i}].env_steps_per_s has a non-positive value")
     return record
+
+
+def _validate_ttr(record: dict, source: str) -> dict:
+    for i, r in enumerate(record["runs"]):
+        if not isinstance(r, dict) or r.get("status") not in _RUN_STATUSES:
+            raise UserError(f"{source}: invalid result record: runs[{i}] needs a status in {_RUN_STATUSES}")
+        if r["status"] != "failed" and not all(
+            _number(r.get(k)) for k in ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
+        ):
+            raise UserError(f"{source}: invalid result record: runs[{i}] lacks its time/steps to threshold")
+    if record["status"] == "ok":
+        t = record["summary"].get("time_to_threshold_s")
+        if not (isinstance(t, dict) and all(_number(t.get(k)) for k in ("iqm", "ci_low", "ci_high"))):
+            raise UserError(
+                f"{source}: invalid result record: an ok time-to-reward record needs summary.time_to_threshold_s "
+                "with iqm, ci_low, ci_high"
+            )
+    else:
+        _check_failure(record, source)
+    return record
+
+
+def _check_failure(record: dict, source: str) -> None:
+    f = record["failure"]
+    if not isinstance(f, dict) or not isinstance(f.get("reason"), str):
+        raise UserError(f"{source}: invalid result record: a {record['status']} record needs failure.reason")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _positive(v: Any) -> bool:

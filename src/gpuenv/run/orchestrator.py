@@ -15,7 +15,6 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from gpuenv.backends.base import ACTION_DISTRIBUTION
@@ -26,7 +25,7 @@ from gpuenv.results.store import write_record
 from gpuenv.suites import PlannedCase
 from gpuenv.tasks import get_task
 
-MEASUREMENT_MODE = "env-step-throughput"
+MEASUREMENT_MODE = schema.THROUGHPUT
 STDERR_TAIL = 2000
 
 
@@ -169,14 +168,7 @@ def build_record(
     }
     summary = summarize_case(done, native.frame_skip, native.physics_dt_s is not None) if done else {}
     return {
-        "schema": schema.SCHEMA,
-        "schema_version": schema.SCHEMA_VERSION,
-        "run_id": run_id,
-        "case_key": case.key,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "suite": suite,
-        "status": status,
-        "measurement_mode": MEASUREMENT_MODE,
+        **schema.header(run_id=run_id, case_key=case.key, suite=suite, status=status, mode=MEASUREMENT_MODE),
         "case": case.to_dict(),
         "what": {
             "native_env_id": facts.get("native_env_id", native.env_id),

@@ -80,12 +80,20 @@ def measure_case(spec: dict, clock=time.perf_counter) -> dict:
 def main(spec_path: str, out_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     try:
-        result = measure_case(spec)
+        if spec.get("mode") == "ppo":
+            from gpuenv.ppo.train import run_training
+
+            result = run_training(spec)
+        else:
+            result = measure_case(spec)
         code = 0
     except UserError as e:
         result, code = {"ok": False, "error": str(e)}, WORKER_ERROR_EXIT
     except Exception as e:  # noqa: BLE001 - any backend failure becomes this case's recorded failure
-        result = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        if type(e).__name__ == "Diverged":  # gpuenv.ppo.train.Diverged: a training outcome, not a bug
+            result = {"ok": False, "error": f"diverged: {e}"}
+        else:
+            result = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         code = WORKER_ERROR_EXIT
     tmp = Path(out_path + ".tmp")
     tmp.write_text(json.dumps(result))

@@ -1,0 +1,205 @@
+"""The EnvPool -> SB3 adapter's semantics, the JAX (Brax) adapter's, and one real tiny training per
+CPU backend through `gpuenv bench`. Marked `backend`: slower, CI still runs them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import write_suite
+
+from gpuenv.registry import DEFAULT_REGISTRY
+from gpuenv.results.schema import validate
+from gpuenv.tasks import TASKS
+
+pytestmark = pytest.mark.backend
+
+
+def need(backend: str) -> None:
+    reason = DEFAULT_REGISTRY.get(backend).unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def envpool_cartpole(num_envs: int, **kw):
+    need("envpool")
+    DEFAULT_REGISTRY.get("envpool").load()
+    import envpool
+
+    return envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, seed=3, **kw)
+
+
+def roll(venv, steps: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    venv.reset()
+    for _ in range(steps):
+        actions = rng.integers(0, 2, venv.num_envs)
+        yield actions, venv.step(actions)
+
+
+def test_raw_envpool_has_the_trap_the_adapter_fixes():
+    """If EnvPool ever changes this, the adapter's reset-at-once logic must be revisited."""
+    pool = envpool_cartpole(4)
+    pool.reset()
+    rng = np.random.default_rng(0)
+    after_done = None
+    for _ in range(300):
+        obs, reward, term, trunc, info = pool.step(rng.integers(0, 2, 4))
+        if after_done is not None:
+            assert np.all(reward[after_done] == 0.0)  # the step after the end: reward 0, action ignored
+            assert np.all(info["elapsed_step"][after_done] == 0)
+            assert "terminal_observation" not in info
+            return
+        done = np.flatnonzero(term | trunc)
+        if done.size:
+            after_done = done
+    pytest.fail("no episode ended in 300 random steps")
+
+
+def test_envpool_vecenv_keeps_sb3_semantics():
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from gpuenv.ppo.vecenv import EnvPoolVecEnv
+
+    venv = VecMonitor(EnvPoolVecEnv(envpool_cartpole(8)))
+    ended = 0
+    previous_obs = None
+    for _, (obs, rewards, dones, infos) in roll(venv, 400):
+        assert isinstance(infos, list) and len(infos) == 8 and all(isinstance(i, dict) for i in infos)
+        # Every transition is a real CartPole step: reward 1, never a spurious reward-0 reset step.
+        assert np.all(rewards == 1.0), rewards
+        if previous_obs is not None:
+            assert not np.shares_memory(previous_obs[0], obs)  # handed-out arrays are copies
+            assert np.array_equal(previous_obs[0], previous_obs[1])  # ... that later steps do not touch
+        previous_obs = (obs, obs.copy())
+        for i in np.flatnonzero(dones):
+            ended += 1
+            final = infos[i]["terminal_observation"]
+            # The true final observation is past CartPole's limits; the returned obs is a fresh reset.
+            assert abs(final[0]) > 2.4 or abs(final[2]) > 0.2095, final
+            assert np.all(np.abs(obs[i]) <= 0.05), obs[i]
+            assert infos[i]["TimeLimit.truncated"] is False
+            # VecMonitor's statistics: return == length (reward 1 per step), no extra step counted.
+            assert infos[i]["episode"]["r"] == infos[i]["episode"]["l"]
+    assert ended > 10
+
+
+def test_envpool_vecenv_marks_truncation():
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from gpuenv.ppo.vecenv import EnvPoolVecEnv
+
+    venv = VecMonitor(EnvPoolVecEnv(envpool_cartpole(4, max_episode_steps=5)))
+    truncated = 0
+    for _, (obs, rewards, dones, infos) in roll(venv, 40):
+        for i in np.flatnonzero(dones):
+            truncated += infos[i]["TimeLimit.truncated"]
+            if infos[i]["TimeLimit.truncated"]:
+                assert infos[i]["episode"]["l"] == 5  # the time limit, not 6 (no spurious reset step)
+                assert not np.array_equal(infos[i]["terminal_observation"], obs[i])
+    assert truncated >= 4
+
+
+def test_brax_vecenv_keeps_sb3_semantics():
+    need("brax")
+    from gpuenv.ppo.envs import make_vecenv
+
+    native = replace(TASKS["inverted_pendulum"].native("brax"), episode_steps=5)
+    venv, details = make_vecenv("brax", "positional", native, 4, seed=0)
+    obs0 = venv.reset()
+    truncations = 0
+    for _ in range(10):
+        obs, rewards, dones, infos = venv.step(np.zeros((4, 1), np.float32))
+        assert obs.shape == (4, 4) and rewards.dtype == np.float32 and len(infos) == 4
+        for i in np.flatnonzero(dones):
+            truncations += infos[i]["TimeLimit.truncated"]
+            assert "terminal_observation" in infos[i]
+            assert np.allclose(obs[i], obs0[i])  # reset to the env's first state, as Brax's training does
+            assert not np.allclose(infos[i]["terminal_observation"], obs0[i])
+    assert truncations == 8  # 4 envs x 2 episodes of 5 steps, all by the time limit
+    assert details["pipeline"] == "positional"
+
+
+TINY = """
+kind = "time-to-reward"
+[run]
+seeds = 1
+pass_min_seeds = 1
+timeout_s = 600
+
+[[case]]
+task = "cartpole"
+backends = ["gymnasium:dummy", "gymnasium:subproc", "envpool:sync"]
+trainer = "sb3"
+num_envs = 4
+threshold = 475.0
+max_env_steps = 1024
+max_time_s = 300
+eval_every_steps = 512
+eval_episodes = 2
+[case.hyperparams]
+n_steps = 64
+batch_size = 64
+n_epochs = 1
+
+[[case]]
+task = "inverted_pendulum"
+backends = ["brax:positional"]
+trainer = "brax_ppo"
+num_envs = 8
+threshold = 1000.0
+max_env_steps = 2000
+max_time_s = 300
+eval_every_steps = 1000
+eval_episodes = 2
+[case.hyperparams]
+unroll_length = 5
+batch_size = 8
+num_minibatches = 2
+num_updates_per_batch = 1
+
+[[case]]
+task = "inverted_pendulum"
+backends = ["brax:positional"]
+trainer = "sb3"
+num_envs = 4
+threshold = 1000.0
+max_env_steps = 512
+max_time_s = 300
+eval_every_steps = 256
+eval_episodes = 2
+[case.hyperparams]
+n_steps = 64
+batch_size = 64
+n_epochs = 1
+"""
+
+
+def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
+    for b in ("gymnasium", "envpool", "brax"):
+        need(b)
+    suite = write_suite(tmp_path / "tiny.toml", TINY)
+    r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=1500)
+    assert r.returncode in (0, 1), r.stdout + r.stderr  # 1: a tiny budget may miss the threshold
+    assert "Traceback" not in r.stderr
+    records = [validate(json.loads(p.read_text())) for p in (tmp_path / "out").glob("*/*.json")]
+    keys = {rec["case_key"]: rec for rec in records}
+    assert set(keys) == {
+        "ppo-sb3-gymnasium-dummy-cartpole-n4",
+        "ppo-sb3-gymnasium-subproc-cartpole-n4",
+        "ppo-sb3-envpool-sync-cartpole-n4",
+        "ppo-brax_ppo-brax-positional-inverted_pendulum-n8",
+        "ppo-sb3-brax-positional-inverted_pendulum-n4",
+    }, r.stdout + r.stderr
+    for key, rec in keys.items():
+        assert rec["status"] == "ok", (key, rec["failure"])
+        (run,) = rec["runs"]
+        assert run["status"] in ("reached", "censored"), run
+        assert run["curve"] and all(np.isfinite(p["eval_return"]) for p in run["curve"])
+        assert run["startup_s"] > 0 and run["time_to_threshold_s"] >= run["train_time_to_threshold_s"]
+    brax = keys["ppo-brax_ppo-brax-positional-inverted_pendulum-n8"]["runs"][0]
+    assert brax["compile_s"] > 0  # JAX compile time is measured, and kept out of train time
+    assert brax["details"]["deterministic_eval"] if "deterministic_eval" in brax["details"] else brax["details"]["eval_policy"] == "deterministic"
+    assert "cartpole: time to eval return >= 475" in r.stdout
