@@ -4,9 +4,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 GPUENV := $(BIN)/gpuenv
 STAMP := $(VENV)/.installed
-BACKENDS := gymnasium envpool brax mjx
+BACKENDS := gymnasium envpool brax mjx isaaclab
+BAKE := docker buildx bake -f docker/docker-bake.json
 
-.PHONY: install bench bench-overhead test test-fast smoke list info clean $(addprefix bench-,$(BACKENDS))
+.PHONY: install bench bench-overhead bench-isaac test test-fast smoke ppo-smoke list info doctor clean images locks \
+	$(addprefix bench-,$(BACKENDS)) $(addprefix image-,$(BACKENDS))
 
 # torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
 $(STAMP): pyproject.toml
@@ -22,9 +24,30 @@ install: $(STAMP)
 bench: $(STAMP)
 	$(GPUENV) bench --suite quick $(ARGS)
 
-## Run one backend's suites locally (the container issue makes these run the backend's image).
+## One backend's suite in its Docker image (built if missing), with --gpus all for GPU images.
+## Without Docker + NVIDIA runtime: one line saying so, exit 2. LOCAL=1 runs the same suite here.
 $(addprefix bench-,$(BACKENDS)): bench-%: $(STAMP)
-	$(GPUENV) bench --suite quick --backend $* $(ARGS)
+	$(GPUENV) bench-image $* $(if $(LOCAL),--local)
+bench-isaac: bench-isaaclab
+
+## Images: docker buildx bake over the declarative matrix in docker/docker-bake.json.
+images:
+	$(BAKE)
+$(addprefix image-,$(BACKENDS)): image-%:
+	$(BAKE) $*
+
+## Regenerate the hash-locked lock files (uv) and the bake file whose labels carry their versions.
+locks: $(STAMP)
+	$(BIN)/pip install --quiet uv
+	$(GPUENV) images --locks
+	$(GPUENV) images --bake > docker/docker-bake.json
+
+## PPO time-to-reward on CPU: CartPole (SB3) and Brax inverted_pendulum (Brax PPO), 3 seeds.
+ppo-smoke: $(STAMP)
+	$(GPUENV) bench --suite ppo-smoke $(ARGS)
+
+doctor: $(STAMP)
+	$(GPUENV) doctor $(ARGS)
 
 ## The harness's own cost: gpuenv vs a hand-written loop, EnvPool and Brax, one run.
 bench-overhead: $(STAMP)

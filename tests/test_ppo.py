@@ -55,7 +55,8 @@ def test_run_stops_at_the_first_evaluation_that_reaches_the_threshold():
     # Wall time counts everything; train time leaves out startup and the earlier evaluations.
     reached = r["curve"][-1]
     assert r["time_to_threshold_s"] == reached["wall_s"]
-    assert r["train_time_to_threshold_s"] == pytest.approx(reached["wall_s"] - r["startup_s"] - sum(p["eval_s"] for p in r["curve"][:-1]))
+    assert r["train_time_to_threshold_s"] == pytest.approx(reached["wall_s"] - r["startup_s"] - sum(p["eval_s"] for p in r["curve"]))
+    assert all(p["train_s"] > 0 for p in r["curve"])
     assert r["train_time_to_threshold_s"] < r["time_to_threshold_s"]
 
 

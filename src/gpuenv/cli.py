@@ -6,6 +6,7 @@ Every user-fixable problem is one line on stderr and exit code 2 (never a traceb
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -47,9 +48,14 @@ def bench(
     out: Annotated[Path, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = DEFAULT_OUT,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
+    from gpuenv.doctor import failures, in_gpu_image, run_checks
     from gpuenv.ppo.suite import PpoSuite
     from gpuenv.suites import load_any
 
+    if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
+        bad = failures(run_checks(), cpu_ok=os.environ.get("GPUENV_CPU_OK") == "1")
+        if bad:
+            raise UserError(f"{bad[0].message} (`gpuenv doctor` shows every check; GPUENV_CPU_OK=1 runs on CPU)")
     registry = DEFAULT_REGISTRY
     for selector in backend or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason()
@@ -332,6 +338,75 @@ def show(
         console.print(t)
     for note in footnotes(records):
         console.print(f"[yellow]warning[/] {note}")
+
+
+@app.command()
+def doctor(
+    cpu_ok: Annotated[bool, typer.Option("--cpu-ok", help="a machine without a GPU passes (CPU backends only)")] = False,
+) -> None:
+    """Check the GPU, driver (against the image's minimum), JAX's backend, torch's CUDA, Isaac Sim's Vulkan."""
+    from gpuenv.doctor import failures, run_checks
+
+    checks = run_checks()
+    colour = {"ok": "green", "fail": "red", "skip": "dim"}
+    for c in checks:
+        status = "skip" if cpu_ok and c.name == "gpu" and c.status == "fail" else c.status
+        console.print(f"[{colour[status]}]{status:4}[/] {c.name:7} {c.message}", highlight=False)
+    bad = failures(checks, cpu_ok)
+    if bad:
+        for c in bad:
+            err_console.print(f"error: {c.message}", highlight=False, soft_wrap=True, markup=False)
+        raise typer.Exit(EXIT_USER_ERROR)
+    if cpu_ok and any(c.name == "gpu" and c.status == "fail" for c in checks):
+        console.print("no GPU here: fine for the CPU backends (--cpu-ok)")
+
+
+@app.command()
+def images(
+    bake: Annotated[bool, typer.Option("--bake", help="print the docker buildx bake file (JSON) and exit")] = False,
+    locks: Annotated[bool, typer.Option("--locks", help="regenerate docker/locks/*.txt with uv")] = False,
+) -> None:
+    """The per-backend Docker images: base image, CUDA, pinned versions, minimum driver."""
+    from gpuenv.images import IMAGES, base_of, bake_text, locked_versions, write_locks
+
+    if bake:
+        print(bake_text(), end="")
+        return
+    if locks:
+        for path in write_locks():
+            console.print(f"wrote {path}")
+        return
+    t = Table(title="images (docker/; build with `make images`)", title_justify="left")
+    for col in ("image", "base", "CUDA", "min driver", "pinned versions"):
+        t.add_column(col)
+    from gpuenv.images import ROOT
+
+    for img in IMAGES.values():
+        v = locked_versions(img)
+        shown = [f"{k} {v[k]}" for k in ("jax", "brax", "mujoco-mjx", "envpool", "gymnasium", "stable-baselines3", "torch") if k in v]
+        base = base_of(ROOT / img.dockerfile) if not img.base_target else base_of(ROOT / "docker/base.Dockerfile")
+        t.add_row(img.tag, base.split("@")[0], img.cuda or "-", img.min_driver or "-", ", ".join(shown) or "(framework's own)")
+    console.print(t)
+
+
+@app.command("bench-image")
+def bench_image(
+    backend: Annotated[str, typer.Argument(help="gymnasium | envpool | brax | mjx | isaaclab")],
+    local: Annotated[bool, typer.Option("--local", help="no Docker: run the same suite on this machine")] = False,
+    suite: Annotated[str, typer.Option("--suite", "-s")] = "quick",
+) -> None:
+    """Run a backend's suite in its image (building it if needed), or locally with --local."""
+    from gpuenv.images import docker_run_command, get_image
+
+    img = get_image(backend)
+    if local:
+        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=DEFAULT_OUT)
+        return
+    cmd = docker_run_command(img, suite, Path.cwd() / "results")
+    console.print(" ".join(cmd), highlight=False, markup=False)
+    import subprocess
+
+    raise typer.Exit(subprocess.call(cmd))
 
 
 @app.command(hidden=True)

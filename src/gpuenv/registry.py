@@ -26,6 +26,7 @@ class BackendInfo:
     hidden: bool = False  # test-only backends: runnable by name, never listed or auto-selected
     variant_notes: dict[str, str] = field(default_factory=dict)
     min_envs: dict[str, int] = field(default_factory=dict)  # variant -> smallest num_envs it can run
+    install_hint: str = ""  # how to get it, where a pip extra is not the way
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -34,7 +35,8 @@ class BackendInfo:
         missing = self.missing()
         if not missing:
             return None
-        return f"{self.name} is not installed ({', '.join(missing)} missing): pip install 'gpuenv[{self.extra}]'"
+        how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
+        return f"{self.name} is not installed ({', '.join(missing)} missing): {how}"
 
     def load(self):
         """Import the adapter module; it exposes `open(case, native) -> Stepper`."""
@@ -118,6 +120,17 @@ DEFAULT_REGISTRY = Registry(
                 "mujoco.mjx on Gymnasium's MJCF models, vmapped in a jit-compiled lax.scan chunk",
                 device="gpu",
                 variant_notes={"jax": "MJX implementation 'jax' (runs on CPU and GPU)"},
+            ),
+            BackendInfo(
+                "isaaclab",
+                "gpuenv.backends.isaaclab",
+                ("isaaclab", "isaaclab_tasks", "isaacsim"),
+                "isaaclab",
+                ("physx",),
+                "Isaac Lab 2.3 on Isaac Sim 5.1: GPU PhysX envs stepped with torch actions (not verified here)",
+                device="gpu",
+                variant_notes={"physx": "PhysX GPU pipeline, headless app, torch.cuda.synchronize per value"},
+                install_hint="it needs Isaac Sim and an RTX-class GPU: use the gpuenv/isaaclab image (make bench-isaac)",
             ),
             BackendInfo(
                 "fake",

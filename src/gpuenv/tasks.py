@@ -59,6 +59,9 @@ class Task:
 
 
 _MUJOCO_NOTE = "Gymnasium v5 MJCF"
+_ISAAC_NOTE = (
+    "Isaac Lab's own USD robot and reward (not Gymnasium's model); sizes from its env cfg, not verified here"
+)
 _PONG_GYM_NOTE = (
     "ALE/Pong-v5 with frameskip=1, sticky actions 0, then AtariPreprocessing(frame_skip=4, 84x84 gray, "
     "noop_max=30) and FrameStackObservation(4): the same preprocessing EnvPool's Pong-v5 does in C++"
@@ -76,6 +79,9 @@ TASKS: dict[str, Task] = {
                 "envpool": NativeTask("CartPole-v1", 0.02, 1, 0.02, 500, (4,), "discrete", 2, max_return=500.0),
                 "fake": NativeTask(
                     "fake-cartpole", 0.02, 1, 0.02, 500, (4,), "discrete", 2, "test-only", max_return=500.0
+                ),
+                "isaaclab": NativeTask(
+                    "Isaac-Cartpole-Direct-v0", 1 / 60, 2, 1 / 120, 300, (4,), "box", 1, _ISAAC_NOTE + "; continuous force"
                 ),
             },
         ),
@@ -141,6 +147,7 @@ TASKS: dict[str, Task] = {
                 "brax": NativeTask(
                     "ant", 0.05, 5, 0.01, 1000, (27,), "box", 8, "Brax's own port; no contact forces in obs"
                 ),
+                "isaaclab": NativeTask("Isaac-Ant-v0", 1 / 60, 2, 1 / 120, 960, (60,), "box", 8, _ISAAC_NOTE),
                 "mjx": NativeTask(
                     "ant.xml", 0.05, 5, 0.01, 1000, (27,), "box", 8, "mujoco.mjx on Gymnasium's v5 MJCF; obs qpos+qvel"
                 ),
@@ -154,6 +161,7 @@ TASKS: dict[str, Task] = {
                 "gymnasium": NativeTask("Humanoid-v5", 0.015, 5, 0.003, 1000, (348,), "box", 17, _MUJOCO_NOTE),
                 "envpool": NativeTask("Humanoid-v5", 0.015, 5, 0.003, 1000, (348,), "box", 17, _MUJOCO_NOTE),
                 "brax": NativeTask("humanoid", 0.015, 5, 0.003, 1000, (244,), "box", 17, "Brax's own port"),
+                "isaaclab": NativeTask("Isaac-Humanoid-v0", 1 / 60, 2, 1 / 120, 960, (87,), "box", 21, _ISAAC_NOTE),
                 "mjx": NativeTask(
                     "humanoid.xml",
                     0.015,

@@ -112,7 +112,8 @@ def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
         )
         return {"sha": sha, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
-        return {"sha": None, "dirty": None}
+        # In an image there is no .git: the build records the commit it was built from.
+        return {"sha": os.environ.get("GPUENV_GIT_SHA"), "dirty": None}
 
 
 def machine() -> dict:

@@ -76,12 +76,18 @@ class Progress:
             return True
         return False
 
-    def record(self, env_steps: int, eval_return: float, eval_start: float, eval_s: float, extra: dict | None = None) -> bool:
-        """One evaluation; returns True to keep training."""
+    def record(self, env_steps: int, eval_return: float, eval_end: float, eval_s: float) -> bool:
+        """One evaluation that ended at `eval_end` and took `eval_s` (compile inside it not included,
+        since compile is counted on its own); returns True to keep training.
+
+        Times are taken when the evaluation ends, the moment the run knows where it stands: wall_s
+        counts everything since the clock started, train_s leaves out startup, all compile and all
+        evaluation time up to that moment."""
         if not math.isfinite(eval_return):
             raise Diverged(f"evaluation return is {eval_return} at {env_steps} env steps")
         compile_s = self.compile_total()
-        wall = eval_start - self.t0
+        wall = eval_end - self.t0
+        self.eval_s += eval_s
         train_s = wall - self.startup_s - compile_s - self.eval_s
         steps0, train0 = self._last
         fps = (env_steps - steps0) / (train_s - train0) if train_s > train0 else None
@@ -94,10 +100,8 @@ class Progress:
             "eval_s": eval_s,
             "compile_s": compile_s,
             "train_fps": fps,
-            **(extra or {}),
         }
         self.curve.append(point)
-        self.eval_s += eval_s
         if self.tb is not None:
             self.tb.add_scalar("eval/mean_return", eval_return, env_steps)
             self.tb.add_scalar("time/wall_s", wall, env_steps)
@@ -226,7 +230,8 @@ def _train_sb3(case: PpoCase, prog: Progress) -> dict:
                 raise Diverged(f"non-finite policy parameters at {self.num_timesteps} env steps")
             start = prog.clock()
             value = evaluate()
-            return prog.record(self.num_timesteps, value, start, prog.clock() - start)
+            end = prog.clock()
+            return prog.record(self.num_timesteps, value, end, end - start)
 
     try:
         model.learn(total_timesteps=case.max_env_steps, callback=Evaluate())
@@ -269,16 +274,20 @@ def jax_shims(jax) -> list[str]:
 class CompileClock:
     """Seconds JAX spent tracing, lowering and compiling, from JAX's own duration events."""
 
-    def __init__(self, jax) -> None:
-        self.total_s = 0.0
+    def __init__(self, jax, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.events: list[tuple[float, float]] = []  # (when it ended, seconds)
         jax.monitoring.register_event_duration_secs_listener(self._on)
 
     def _on(self, event: str, duration: float, **_kw) -> None:
         if event.startswith("/jax/core/compile/"):
-            self.total_s += duration
+            self.events.append((self.clock(), duration))
 
     def total(self) -> float:
-        return self.total_s
+        return sum(d for _, d in self.events)
+
+    def within(self, start: float, end: float) -> float:
+        return sum(d for t, d in self.events if start <= t <= end)
 
 
 def _train_brax(case: PpoCase, prog: Progress) -> dict:
@@ -292,7 +301,7 @@ def _train_brax(case: PpoCase, prog: Progress) -> dict:
 
     from gpuenv.backends._jax import device_facts
 
-    clock = CompileClock(jax)
+    clock = CompileClock(jax, prog.clock)
     prog.compile_total = clock.total
     device, jax_details = device_facts()
     t = prog.phase("import", t)
@@ -301,7 +310,6 @@ def _train_brax(case: PpoCase, prog: Progress) -> dict:
     prog.phase("build", t)
 
     hp = {k: tuple(v) if isinstance(v, list) else v for k, v in case.hyperparams.items()}
-    compile_seen = [0.0]
 
     def progress(step, metrics) -> None:
         now = prog.clock()
@@ -309,11 +317,10 @@ def _train_brax(case: PpoCase, prog: Progress) -> dict:
         bad = sorted(k for k, v in values.items() if not math.isfinite(v))
         if bad:
             raise Diverged(f"{bad[0]} is {values[bad[0]]} at {int(step)} env steps")
-        # Brax's eval time; any compile inside it is already counted as compile, not twice.
-        compiled = clock.total() - compile_seen[0]
-        compile_seen[0] = clock.total()
-        eval_s = max(0.0, values.get("eval/epoch_eval_time", 0.0) - compiled)
-        if not prog.record(int(step), values["eval/episode_reward"], now - values.get("eval/epoch_eval_time", 0.0), eval_s):
+        # Brax times its own evaluation; compile inside that window is already counted as compile.
+        took = values.get("eval/epoch_eval_time", 0.0)
+        eval_s = max(0.0, took - clock.within(now - took, now))
+        if not prog.record(int(step), values["eval/episode_reward"], now, eval_s):
             raise _Stop
 
     try:
@@ -365,7 +372,8 @@ def _train_fake(case: PpoCase, prog: Progress) -> dict:
         if hp.get("reach_at_eval") is not None and k >= hp["reach_at_eval"]:
             value = case.threshold
         start = prog.clock()
-        if not prog.record(steps, value, start, prog.clock() - start):
+        end = prog.clock()
+        if not prog.record(steps, value, end, end - start):
             break
     return {"trainer": "fake"}
 

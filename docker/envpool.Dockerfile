@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1.7
+# gpuenv/envpool: EnvPool (C++ thread pool), Stable-Baselines3 through gpuenv's EnvPool adapter.
+# Build: make image-envpool (docker buildx bake, docker/docker-bake.json). Run: docker run --rm gpuenv/envpool bench
+# `base` is the bake context target:base (docker/base.Dockerfile), itself pinned by tag and digest.
+# hadolint ignore=DL3006
+FROM base
+
+ARG MIN_DRIVER=""
+ARG CUDA_REQUIRE=""
+ARG GIT_SHA=unknown
+LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
+      org.gpuenv.backend="envpool"
+
+# Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
+COPY docker/locks/envpool.txt /opt/gpuenv/lock.txt
+RUN pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: \
+      --extra-index-url https://download.pytorch.org/whl/cpu -r /opt/gpuenv/lock.txt
+
+COPY pyproject.toml /opt/gpuenv/
+COPY src /opt/gpuenv/src
+COPY suites /opt/gpuenv/suites
+ENV GPUENV_IMAGE=envpool \
+    GPUENV_GIT_SHA=${GIT_SHA}
+
+USER 1000:1000
+WORKDIR /home/gpuenv
+ENTRYPOINT ["gpuenv"]
+CMD ["bench"]

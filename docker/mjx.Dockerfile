@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1.7
+# gpuenv/mjx: MuJoCo MJX on JAX's CUDA 12 wheels.
+# Build: make image-mjx (docker buildx bake, docker/docker-bake.json). Run: docker run --rm --gpus all gpuenv/mjx bench
+# `base` is the bake context target:base (docker/base.Dockerfile), itself pinned by tag and digest.
+# hadolint ignore=DL3006
+FROM base
+
+ARG MIN_DRIVER=""
+ARG CUDA_REQUIRE=""
+ARG GIT_SHA=unknown
+LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
+      org.gpuenv.backend="mjx"
+
+# Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
+COPY docker/locks/mjx.txt /opt/gpuenv/lock.txt
+RUN pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: \
+      --extra-index-url https://download.pytorch.org/whl/cpu -r /opt/gpuenv/lock.txt
+
+COPY pyproject.toml /opt/gpuenv/
+COPY src /opt/gpuenv/src
+COPY suites /opt/gpuenv/suites
+
+# The driver comes from the host; the NVIDIA runtime refuses to start on one older than CUDA_REQUIRE,
+# and `gpuenv doctor` (run before every bench here) names the minimum driver. JAX must not fall back
+# to the CPU silently: GPUENV_REQUIRE_GPU makes that an error.
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    NVIDIA_REQUIRE_CUDA="cuda>=${CUDA_REQUIRE}" \
+    GPUENV_MIN_DRIVER=${MIN_DRIVER} \
+    GPUENV_REQUIRE_GPU=1 \
+    GPUENV_IMAGE=mjx \
+    GPUENV_GIT_SHA=${GIT_SHA}
+
+USER 1000:1000
+WORKDIR /home/gpuenv
+ENTRYPOINT ["gpuenv"]
+CMD ["bench"]

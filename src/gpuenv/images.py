@@ -1,0 +1,227 @@
+"""The Docker image matrix, in one place.
+
+Everything an image pins is declared or derived here: the Dockerfile, the pyproject extras its lock
+file covers, the CUDA major version and the minimum NVIDIA driver that goes with it. The bake file
+(docker/docker-bake.json) is generated from this module (`gpuenv images --bake`; a test keeps the
+committed file in sync), `gpuenv doctor` reads the same driver table, and library versions for labels
+and the README come from the hash-locked lock files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER = ROOT / "docker"
+LOCKS = DOCKER / "locks"
+PYTHON = "3.11"
+PLATFORM = "x86_64-manylinux_2_28"  # the wheels' platform for every image (linux/amd64)
+TORCH_CPU = "torch==2.13.0+cpu"  # SB3 trains on the CPU in every image; the CUDA build would add GBs
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+# Minimum Linux driver per CUDA major version, for the CUDA the image's libraries were built with
+# (JAX installation docs: >= 525 for CUDA 12 on Linux, >= 580 for CUDA 13; CUDA 12 release notes:
+# 525.60.13 is the first CUDA 12.0 GA driver). The driver lives on the host: no image can pin it.
+CUDA_MIN_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
+
+# Packages whose versions the labels, `gpuenv images` and the README show.
+TRACKED = ("jax", "jaxlib", "jax-cuda12-plugin", "brax", "mujoco", "mujoco-mjx", "envpool", "gymnasium",
+           "stable-baselines3", "torch", "tensorboardx")
+
+
+@dataclass(frozen=True)
+class Image:
+    backend: str
+    description: str
+    extras: tuple[str, ...]  # pyproject extras the lock file covers
+    cuda: str | None  # CUDA major the image's GPU libraries need (None: CPU image)
+    dockerfile: str
+    base_target: bool = True  # builds on docker/base.Dockerfile (the shared, digest-pinned Python base)
+    torch_cpu: bool = True  # torch from the CPU wheel (SB3 only)
+    driver_floor: str | None = None  # a stricter minimum than the CUDA table's, where the framework needs one
+
+
+    @property
+    def lock(self) -> Path:
+        return LOCKS / f"{self.backend}.txt"
+
+    @property
+    def min_driver(self) -> str | None:
+        if self.driver_floor:
+            return self.driver_floor
+        return CUDA_MIN_DRIVER[self.cuda] if self.cuda else None
+
+    @property
+    def tag(self) -> str:
+        return f"gpuenv/{self.backend}"
+
+
+IMAGES: dict[str, Image] = {
+    i.backend: i
+    for i in [
+        Image("gymnasium", "CPU baseline: Gymnasium + MuJoCo + ALE, SB3", ("gymnasium", "ppo"), None, "docker/gymnasium.Dockerfile"),
+        Image("envpool", "EnvPool (C++ thread pool), SB3", ("envpool", "ppo"), None, "docker/envpool.Dockerfile"),
+        Image("brax", "Brax on JAX with CUDA 12 wheels, Brax PPO and SB3", ("brax", "ppo", "cuda12"), "12", "docker/brax.Dockerfile"),
+        Image("mjx", "MuJoCo MJX on JAX with CUDA 12 wheels", ("mjx", "cuda12"), "12", "docker/mjx.Dockerfile", torch_cpu=False),
+        Image(
+            "isaaclab",
+            "Isaac Lab 2.3 on Isaac Sim 5.1 (NVIDIA's image), gpuenv on top",
+            (),
+            "12",
+            "docker/isaaclab.Dockerfile",
+            base_target=False,
+            torch_cpu=False,
+            # Isaac Sim's own Linux minimum (its system requirements page; not verified on a GPU here).
+            driver_floor="535.129.03",
+        ),
+    ]
+}
+ALIASES = {"isaac": "isaaclab"}
+
+
+def get_image(name: str) -> Image:
+    from gpuenv.errors import UserError
+
+    name = ALIASES.get(name, name)
+    if name not in IMAGES:
+        raise UserError(f"unknown image '{name}'; images: {', '.join(IMAGES)} (see `gpuenv images`)")
+    return IMAGES[name]
+
+
+_PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", re.M)
+
+
+def locked_versions(image: Image) -> dict[str, str]:
+    """{normalised name: version} from the image's lock file ({} if it has none yet)."""
+    if not image.lock.exists():
+        return {}
+    return {m.group(1).lower().replace("_", "-"): m.group(2) for m in _PIN.finditer(image.lock.read_text())}
+
+
+def base_of(dockerfile: Path) -> str:
+    """The image a Dockerfile's first FROM names."""
+    for line in dockerfile.read_text().splitlines():
+        if line.strip().upper().startswith("FROM "):
+            return line.split()[1]
+    raise ValueError(f"{dockerfile} has no FROM")
+
+
+def bake() -> dict:
+    """docker buildx bake definition (JSON form): the base, then one target per backend image."""
+    targets: dict[str, dict] = {
+        "base": {"context": ".", "dockerfile": "docker/base.Dockerfile", "platforms": ["linux/amd64"]},
+    }
+    for img in IMAGES.values():
+        versions = locked_versions(img)
+        labels = {
+            "org.opencontainers.image.title": img.tag,
+            "org.opencontainers.image.description": img.description,
+            "org.gpuenv.backend": img.backend,
+            "org.gpuenv.min-driver": img.min_driver or "none (CPU image)",
+            "org.gpuenv.cuda": img.cuda or "none",
+            "org.gpuenv.lock": f"docker/locks/{img.backend}.txt",
+        }
+        labels.update({f"org.gpuenv.version.{k}": v for k, v in sorted(versions.items()) if k in TRACKED})
+        t: dict = {
+            "context": ".",
+            "dockerfile": img.dockerfile,
+            "platforms": ["linux/amd64"],
+            "tags": [f"{img.tag}:latest", f"${{REGISTRY}}/{img.backend}:${{TAG}}"],
+            "labels": labels,
+            "args": {"MIN_DRIVER": img.min_driver or "", "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""},
+        }
+        if img.base_target:
+            t["contexts"] = {"base": "target:base"}
+        targets[img.backend] = t
+    return {
+        "variable": {"REGISTRY": {"default": "ghcr.io/gpuenv"}, "TAG": {"default": "latest"}},
+        "group": {"default": {"targets": list(IMAGES)}},
+        "target": targets,
+    }
+
+
+def bake_text() -> str:
+    return json.dumps(bake(), indent=2) + "\n"
+
+
+def lock_command(image: Image, out: Path) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "uv", "pip", "compile", str(ROOT / "pyproject.toml"),
+        "--generate-hashes", "--python-version", PYTHON, "--python-platform", PLATFORM,
+        "--no-header", "--quiet", "-o", str(out),
+    ]
+    for e in image.extras:
+        cmd += ["--extra", e]
+    return cmd
+
+
+def write_locks(names: list[str] | None = None) -> list[Path]:
+    """Regenerate lock files with uv (`make locks`). The CPU torch wheel is constrained explicitly."""
+    import tempfile
+
+    written = []
+    for img in IMAGES.values():
+        if names and img.backend not in names:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            constraints = Path(tmp) / "constraints.txt"
+            constraints.write_text(f"{TORCH_CPU}\n" if img.torch_cpu else "")
+            cmd = lock_command(img, img.lock) + ["-c", str(constraints)]
+            if img.torch_cpu:  # the CPU wheel: from a local wheel directory where there is one, else PyTorch's index
+                wheels = Path("/opt/wheels")
+                cmd += ["--find-links", str(wheels)] if wheels.is_dir() else ["--extra-index-url", TORCH_CPU_INDEX]
+            subprocess.run(cmd, check=True)
+        text = img.lock.read_text()
+        head = (
+            f"# gpuenv/{img.backend} lock: pyproject extras {', '.join(img.extras) or '(none: base dependencies)'}, "
+            f"Python {PYTHON}, {PLATFORM}.\n# Generated by `make locks` (uv pip compile --generate-hashes); do not edit.\n"
+        )
+        img.lock.write_text(head + text)
+        written.append(img.lock)
+    return written
+
+
+def docker_status(gpu: bool) -> str | None:
+    """Why this machine cannot run the image (None: it can)."""
+    from gpuenv.errors import UserError  # noqa: F401 - callers raise it
+
+    docker = shutil.which("docker")
+    if not docker:
+        return "no docker command here"
+    try:
+        r = subprocess.run([docker, "info", "--format", "{{json .Runtimes}}"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"docker info failed ({e})"
+    if r.returncode != 0:
+        last = (r.stderr or r.stdout).strip().splitlines()
+        return f"no Docker engine reachable ({last[-1] if last else 'docker info failed'})"
+    if gpu and "nvidia" not in r.stdout:
+        return "Docker has no NVIDIA runtime (install nvidia-container-toolkit and restart Docker)"
+    return None
+
+
+def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
+    """The `docker run` line for an image's suite; raises UserError when Docker cannot run it here."""
+    from gpuenv.errors import UserError
+
+    why = docker_status(gpu=image.cuda is not None)
+    if why:
+        raise UserError(
+            f"cannot run gpuenv/{image.backend} here: {why}; "
+            f"`LOCAL=1 make bench-{image.backend}` runs the same suite on this machine"
+        )
+    build = subprocess.run(["docker", "image", "inspect", f"{image.tag}:latest"], capture_output=True)
+    if build.returncode != 0:
+        subprocess.run(["docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), image.backend], check=True)
+    results.mkdir(parents=True, exist_ok=True)
+    gpu = ["--gpus", "all"] if image.cuda else []
+    return [
+        "docker", "run", "--rm", *gpu, "-v", f"{results}:/home/gpuenv/results",
+        f"{image.tag}:latest", "bench", "--suite", suite, "--out", "results/local",
+    ]

@@ -1,0 +1,218 @@
+"""Docker images without a Docker engine: hadolint, structure (dockerfile-parse), lock files, the bake
+file, `gpuenv doctor` and the bench-image path. Tests that need an engine skip with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+from dockerfile_parse import DockerfileParser
+
+from gpuenv.images import CUDA_MIN_DRIVER, IMAGES, bake, bake_text, locked_versions
+
+DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))
+DIGEST = re.compile(r"^[\w.\-/:]+:[\w.\-]+@sha256:[0-9a-f]{64}$")
+
+
+def parsed(path: Path) -> DockerfileParser:
+    d = DockerfileParser(fileobj=open(path, "rb"))  # noqa: SIM115 - parser keeps it
+    return d
+
+
+def test_every_image_has_a_dockerfile_and_every_dockerfile_is_used():
+    used = {IMAGES[b].dockerfile for b in IMAGES} | {"docker/base.Dockerfile"}
+    assert {str(p.relative_to(ROOT)) for p in DOCKERFILES} == used
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_hadolint_clean(path):
+    hadolint = shutil.which("hadolint") or str(Path(os.sys.executable).parent / "hadolint")
+    r = subprocess.run([hadolint, "--no-color", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_base_images_are_pinned_by_tag_and_digest(path):
+    froms = [i["value"].split()[0] for i in parsed(path).structure if i["instruction"] == "FROM"]
+    assert froms, path
+    for image in froms:
+        if image == "base":  # the bake context target:base, which is itself pinned (checked below)
+            targets = bake()["target"]
+            assert targets[path.name.removesuffix(".Dockerfile")]["contexts"] == {"base": "target:base"}
+            assert targets["base"]["dockerfile"] == "docker/base.Dockerfile"
+            continue
+        assert DIGEST.match(image), f"{path.name}: FROM {image} is not pinned by tag and sha256 digest"
+
+
+@pytest.mark.parametrize("backend", list(IMAGES))
+def test_images_install_only_from_their_hash_locked_file_and_run_gpuenv_as_non_root(backend):
+    img = IMAGES[backend]
+    d = parsed(ROOT / img.dockerfile)
+    runs = [i["value"] for i in d.structure if i["instruction"] == "RUN"]
+    pip = [r for r in runs if "pip install" in r]
+    assert pip, f"{backend}: installs nothing"
+    for r in pip:
+        assert "--require-hashes" in r and f"-r /opt/gpuenv/lock.txt" in r, r
+    copies = [i["value"] for i in d.structure if i["instruction"] == "COPY"]
+    assert f"docker/locks/{backend}.txt /opt/gpuenv/lock.txt" in copies
+    entry = [i["value"] for i in d.structure if i["instruction"] == "ENTRYPOINT"]
+    assert entry and json.loads(entry[-1]) == ["gpuenv"]
+    users = [i["value"] for i in d.structure if i["instruction"] == "USER"]
+    assert users and users[-1].split(":")[0] not in ("root", "0"), f"{backend}: runs as root"
+    assert d.labels.get("org.gpuenv.backend") == backend
+    env = d.envs
+    assert env.get("GPUENV_IMAGE") == backend
+    if img.cuda:
+        assert env.get("NVIDIA_REQUIRE_CUDA", "").startswith("cuda>=")
+        assert "GPUENV_MIN_DRIVER" in env and env.get("GPUENV_REQUIRE_GPU") == "1"
+
+
+def _names(reqs: list[str]) -> set[str]:
+    return {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
+
+
+def _extra_requirements(extras: tuple[str, ...]) -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = _names(project["dependencies"])
+    todo = list(extras)
+    while todo:
+        for req in project["optional-dependencies"][todo.pop()]:
+            if req.startswith("gpuenv["):
+                todo += req[len("gpuenv[") : req.index("]")].split(",")
+            else:
+                names |= _names([req])
+    return names
+
+
+@pytest.mark.parametrize("backend", list(IMAGES))
+def test_lock_files_cover_the_extras_they_claim_with_hashes(backend):
+    img = IMAGES[backend]
+    text = img.lock.read_text()
+    assert f"pyproject extras {', '.join(img.extras) or '(none'}" in text.splitlines()[0]
+    pinned = locked_versions(img)
+    missing = _extra_requirements(img.extras) - set(pinned)
+    assert not missing, f"{img.lock.name} lacks {sorted(missing)}: run `make locks`"
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2])
+    for block in blocks:
+        if "==" in block:
+            assert "--hash=sha256:" in block, f"{img.lock.name}: no hash for {block.splitlines()[0]}"
+    if img.torch_cpu:
+        assert pinned["torch"].endswith("+cpu")
+    if img.cuda == "12" and "cuda12" in img.extras:
+        assert "jax-cuda12-plugin" in pinned and pinned["jax-cuda12-plugin"] == pinned["jax"]
+
+
+def test_bake_file_is_generated_from_the_image_table():
+    committed = (ROOT / "docker" / "docker-bake.json").read_text()
+    assert committed == bake_text(), "docker/docker-bake.json is stale: run `make locks`"
+    targets = json.loads(committed)["target"]
+    for backend, img in IMAGES.items():
+        t = targets[backend]
+        assert t["dockerfile"] == img.dockerfile
+        assert t["labels"]["org.gpuenv.min-driver"] == (img.min_driver or "none (CPU image)")
+        if img.cuda:
+            assert t["args"]["CUDA_REQUIRE"] == f"{img.cuda}.0"
+            assert t["args"]["MIN_DRIVER"] == img.min_driver
+        for pkg, version in locked_versions(img).items():
+            if f"org.gpuenv.version.{pkg}" in t["labels"]:
+                assert t["labels"][f"org.gpuenv.version.{pkg}"] == version
+    assert IMAGES["brax"].min_driver == CUDA_MIN_DRIVER["12"]
+
+
+def test_workflow_lints_on_pull_requests_and_pushes_images_on_main_and_tags():
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "images.yml").read_text())
+    on = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in on and on["push"]["branches"] == ["main"] and on["push"]["tags"]
+    assert "tests/test_containers.py" in wf["jobs"]["lint"]["steps"][-1]["run"]
+    build = wf["jobs"]["build"]
+    assert build["if"] == "github.event_name != 'pull_request'"
+    assert set(build["strategy"]["matrix"]["image"]) == set(IMAGES)
+    assert build["permissions"]["packages"] == "write"
+    assert any(s.get("with", {}).get("files") == "docker/docker-bake.json" for s in build["steps"])
+
+
+# --- doctor and the image path ------------------------------------------------------------------
+
+
+def fake_smi(tmp_path: Path, driver: str) -> dict:
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(f"#!/bin/sh\necho 'NVIDIA H200, {driver}'\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{smi.parent}:{os.environ['PATH']}"}
+
+
+def no_gpu_env(tmp_path: Path) -> dict:
+    """A PATH without nvidia-smi (whatever this machine has)."""
+    keep = [p for p in os.environ["PATH"].split(":") if not (Path(p) / "nvidia-smi").exists()]
+    return {"PATH": ":".join(keep)}
+
+
+def test_doctor_without_gpu_is_one_clear_line_and_nonzero(cli, tmp_path):
+    r = cli("doctor", env=no_gpu_env(tmp_path))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no NVIDIA GPU visible" in lines[0] and "--gpus all" in lines[0]
+    ok = cli("doctor", "--cpu-ok", env=no_gpu_env(tmp_path))
+    assert ok.returncode == 0, ok.stderr
+    assert "fine for the CPU backends" in ok.stdout
+
+
+def test_doctor_names_the_driver_to_upgrade_to(cli, tmp_path):
+    r = cli("doctor", env={**fake_smi(tmp_path, "470.82.01"), "GPUENV_IMAGE": "brax"})
+    assert r.returncode == 2
+    assert "driver 470.82.01 is older than 525.60.13, the minimum for image gpuenv/brax" in r.stderr
+    assert "upgrade the host driver to >= 525.60.13" in r.stderr
+
+
+def test_doctor_catches_jax_falling_back_to_cpu(cli, tmp_path):
+    # A GPU is visible with a recent driver, but this JAX has no CUDA plugin: it runs on the CPU.
+    r = cli("doctor", env={**fake_smi(tmp_path, "580.65.06"), "GPUENV_IMAGE": "isaaclab"})
+    assert "ok   driver  driver 580.65.06 >= 535.129.03" in r.stdout
+    assert r.returncode == 2 and "fell back to 'cpu' although a GPU is visible" in r.stderr
+
+
+def test_bench_in_a_gpu_image_runs_doctor_first(cli, tmp_path):
+    r = cli("bench", "--suite", "smoke", "--out", str(tmp_path), env={**no_gpu_env(tmp_path), "GPUENV_IMAGE": "mjx"})
+    assert r.returncode == 2 and "no NVIDIA GPU visible" in r.stderr and "Traceback" not in r.stderr
+    assert not list(tmp_path.iterdir())  # nothing measured, nothing written
+
+
+def test_bench_image_without_docker_says_so_in_one_line(cli, tmp_path):
+    docker = shutil.which("docker")
+    engine = docker and subprocess.run([docker, "info"], capture_output=True).returncode == 0
+    if engine:
+        pytest.skip("a Docker engine is present here: the no-Docker path cannot be shown")
+    r = cli("bench-image", "brax")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot run gpuenv/brax here" in lines[0] and "LOCAL=1 make bench-brax" in lines[0]
+    assert cli("bench-image", "nosuch").returncode == 2
+
+
+def test_images_table_shows_base_cuda_and_min_driver(cli):
+    r = cli("images")
+    assert r.returncode == 0
+    assert "nvcr.io/nvidia/isaac-lab:2.3.2" in r.stdout and "525.60.13" in r.stdout
+
+
+def test_image_builds_where_an_engine_is_present(tmp_path):
+    docker = shutil.which("docker")
+    if not docker or subprocess.run([docker, "info"], capture_output=True).returncode != 0:
+        pytest.skip("no Docker engine on this machine (client only): images are built by the images workflow")
+    r = subprocess.run(
+        [docker, "buildx", "bake", "-f", str(ROOT / "docker" / "docker-bake.json"), "gymnasium"],
+        cwd=ROOT, capture_output=True, text=True, timeout=3600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = subprocess.run([docker, "run", "--rm", "gpuenv/gymnasium:latest", "list", "backends"], capture_output=True, text=True)
+    assert out.returncode == 0 and "gymnasium" in out.stdout
