@@ -102,24 +102,26 @@ def test_envpool_vecenv_marks_truncation():
     assert truncated >= 4
 
 
-def test_brax_vecenv_keeps_sb3_semantics():
-    need("brax")
+@pytest.mark.parametrize(("backend", "variant", "task"), [("brax", "positional", "inverted_pendulum"), ("mjx", "jax", "halfcheetah")])
+def test_jax_vecenv_keeps_sb3_semantics(backend, variant, task):
+    need(backend)
     from gpuenv.ppo.envs import make_vecenv
 
-    native = replace(TASKS["inverted_pendulum"].native("brax"), episode_steps=5)
-    venv, details = make_vecenv("brax", "positional", native, 4, seed=0)
+    native = replace(TASKS[task].native(backend), episode_steps=5)
+    venv, details = make_vecenv(backend, variant, native, 4, seed=0)
     obs0 = venv.reset()
     truncations = 0
+    act = np.zeros((4, native.action_size), np.float32)
     for _ in range(10):
-        obs, rewards, dones, infos = venv.step(np.zeros((4, 1), np.float32))
-        assert obs.shape == (4, 4) and rewards.dtype == np.float32 and len(infos) == 4
+        obs, rewards, dones, infos = venv.step(act)
+        assert obs.shape == (4, native.obs_shape[0]) and rewards.dtype == np.float32 and len(infos) == 4
         for i in np.flatnonzero(dones):
             truncations += infos[i]["TimeLimit.truncated"]
             assert "terminal_observation" in infos[i]
             assert np.allclose(obs[i], obs0[i])  # reset to the env's first state, as Brax's training does
             assert not np.allclose(infos[i]["terminal_observation"], obs0[i])
     assert truncations == 8  # 4 envs x 2 episodes of 5 steps, all by the time limit
-    assert details["pipeline"] == "positional"
+    assert "JaxVecEnv" in details["vectoriser"]
 
 
 TINY = """
@@ -161,6 +163,21 @@ num_minibatches = 2
 num_updates_per_batch = 1
 
 [[case]]
+task = "halfcheetah"
+backends = ["mjx"]
+trainer = "sb3"
+num_envs = 4
+threshold = 5000.0
+max_env_steps = 256
+max_time_s = 300
+eval_every_steps = 128
+eval_episodes = 1
+[case.hyperparams]
+n_steps = 32
+batch_size = 64
+n_epochs = 1
+
+[[case]]
 task = "inverted_pendulum"
 backends = ["brax:positional"]
 trainer = "sb3"
@@ -178,7 +195,7 @@ n_epochs = 1
 
 
 def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
-    for b in ("gymnasium", "envpool", "brax"):
+    for b in ("gymnasium", "envpool", "brax", "mjx"):
         need(b)
     suite = write_suite(tmp_path / "tiny.toml", TINY)
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=1500)
@@ -192,6 +209,7 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
         "ppo-sb3-envpool-sync-cartpole-n4",
         "ppo-brax_ppo-brax-positional-inverted_pendulum-n8",
         "ppo-sb3-brax-positional-inverted_pendulum-n4",
+        "ppo-sb3-mjx-jax-halfcheetah-n4",
     }, r.stdout + r.stderr
     for key, rec in keys.items():
         assert rec["status"] == "ok", (key, rec["failure"])
@@ -201,5 +219,7 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
         assert run["startup_s"] > 0 and run["time_to_threshold_s"] >= run["train_time_to_threshold_s"]
     brax = keys["ppo-brax_ppo-brax-positional-inverted_pendulum-n8"]["runs"][0]
     assert brax["compile_s"] > 0  # JAX compile time is measured, and kept out of train time
-    assert brax["details"]["deterministic_eval"] if "deterministic_eval" in brax["details"] else brax["details"]["eval_policy"] == "deterministic"
+    assert brax["details"]["eval_policy"] == "deterministic"
+    assert all(p["train_s"] >= 0 for p in brax["curve"])
+    assert brax["details"]["brax"] and "shims" in brax["details"]
     assert "cartpole: time to eval return >= 475" in r.stdout

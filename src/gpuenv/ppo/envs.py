@@ -45,6 +45,8 @@ def make_vecenv(backend: str, variant: str, native: NativeTask, num_envs: int, s
         return EnvPoolVecEnv(pool), details
     if backend == "brax":
         return _brax_vecenv(variant, native, num_envs, seed)
+    if backend == "mjx":
+        return _mjx_vecenv(native, num_envs)
     raise ValueError(f"no SB3 VecEnv factory for backend {backend!r}")
 
 
@@ -95,3 +97,33 @@ def _brax_vecenv(pipeline: str, native: NativeTask, num_envs: int, seed: int):
         "control_dt_s": float(base.dt),
     }
     return JaxVecEnv(reset_j, step_j, num_envs, obs_space, act_space), details
+
+
+def _mjx_vecenv(native: NativeTask, num_envs: int):
+    import gymnasium
+    import jax
+    import jax.numpy as jnp
+
+    from gpuenv.backends.mjx import MjxEnv
+    from gpuenv.ppo.vecenv import JaxVecEnv
+
+    env = MjxEnv(native, num_envs)
+
+    def reset():
+        state = env.init()
+        return state, state[2]
+
+    def step(state, action):
+        state = env.step(state, action)
+        _, _, final_obs, reward, done, truncated = state
+        obs = jnp.where(done[:, None], env.reset_obs, final_obs)
+        return state, obs, reward, done & ~truncated, truncated, final_obs
+
+    space = env.action_space()
+    details = {
+        "vectoriser": "gpuenv JaxVecEnv (jit step + auto-reset to the initial state on device; arrays copied to numpy)",
+        **env.details(),
+    }
+    obs_space = gymnasium.spaces.Box(-np.inf, np.inf, (env.obs_size,), np.float32)
+    act_space = gymnasium.spaces.Box(np.array(space.low, np.float32), np.array(space.high, np.float32))
+    return JaxVecEnv(jax.jit(reset), jax.jit(step), num_envs, obs_space, act_space), details

@@ -71,7 +71,7 @@ TRAINERS: dict[str, Trainer] = {
             "sb3",
             "Stable-Baselines3 PPO (torch, CPU): the native trainer of gymnasium and envpool, and the "
             "shared PPO definition run on every backend (same network, same hyperparameters)",
-            {"gymnasium": ("dummy", "subproc"), "envpool": ("sync",), "brax": None},
+            {"gymnasium": ("dummy", "subproc"), "envpool": ("sync",), "brax": None, "mjx": None},
             _SB3_KEYS,
             ("stable_baselines3", "torch"),
         ),
