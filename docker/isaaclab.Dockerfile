@@ -12,7 +12,8 @@ ARG GIT_SHA=unknown
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
       org.gpuenv.backend="isaaclab"
 
-# Isaac Lab's Python (Isaac Sim's 3.11 with Isaac Lab, torch and rsl_rl installed) runs gpuenv.
+# Isaac Lab's Python (Isaac Sim's 3.11 with Isaac Lab, torch and rsl_rl installed) runs gpuenv. Its
+# numpy (1.x) and psutil stay as they are: the lock leaves them out.
 ENV GPUENV_PYTHON=/workspace/isaaclab/_isaac_sim/python.sh \
     PYTHONPATH=/opt/gpuenv/src \
     GPUENV_SUITES_DIR=/opt/gpuenv/suites \
@@ -40,9 +41,9 @@ ENV NVIDIA_VISIBLE_DEVICES=all \
 
 # Isaac Sim writes its caches and logs under its install tree: give them to the non-root user.
 RUN chmod 0755 /usr/local/bin/gpuenv \
-    && useradd --create-home --uid 1000 --shell /bin/bash gpuenv \
+    && (id -u 1000 >/dev/null 2>&1 || useradd --create-home --uid 1000 --shell /bin/bash gpuenv) \
     && mkdir -p /isaac-sim/kit/cache /isaac-sim/kit/logs /isaac-sim/kit/data \
-    && chown -R gpuenv:gpuenv /isaac-sim/kit/cache /isaac-sim/kit/logs /isaac-sim/kit/data /workspace/isaaclab
+    && chown -R 1000:1000 /isaac-sim/kit/cache /isaac-sim/kit/logs /isaac-sim/kit/data /workspace/isaaclab
 
 USER 1000:1000
 WORKDIR /home/gpuenv

@@ -99,7 +99,7 @@ def test_lock_files_cover_the_extras_they_claim_with_hashes(backend):
     text = img.lock.read_text()
     assert f"pyproject extras {', '.join(img.extras) or '(none'}" in text.splitlines()[0]
     pinned = locked_versions(img)
-    missing = _extra_requirements(img.extras) - set(pinned)
+    missing = _extra_requirements(img.extras) - set(pinned) - set(img.not_locked)
     assert not missing, f"{img.lock.name} lacks {sorted(missing)}: run `make locks`"
     blocks = re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2])
     for block in blocks:
@@ -107,6 +107,7 @@ def test_lock_files_cover_the_extras_they_claim_with_hashes(backend):
             assert "--hash=sha256:" in block, f"{img.lock.name}: no hash for {block.splitlines()[0]}"
     if img.torch_cpu:
         assert pinned["torch"].endswith("+cpu")
+    assert not set(img.not_locked) & set(pinned)  # left to the base image, never overwritten
     if img.cuda == "12" and "cuda12" in img.extras:
         assert "jax-cuda12-plugin" in pinned and pinned["jax-cuda12-plugin"] == pinned["jax"]
 
@@ -137,7 +138,8 @@ def test_workflow_lints_on_pull_requests_and_pushes_images_on_main_and_tags():
     assert build["if"] == "github.event_name != 'pull_request'"
     assert set(build["strategy"]["matrix"]["image"]) == set(IMAGES)
     assert build["permissions"]["packages"] == "write"
-    assert any(s.get("with", {}).get("files") == "docker/docker-bake.json" for s in build["steps"])
+    bake_step = next(s for s in build["steps"] if s.get("with", {}).get("files") == "docker/docker-bake.json")
+    assert ".tags=${{ env.REGISTRY }}" in bake_step["with"]["set"]  # never the Docker Hub-looking local tag
 
 
 # --- doctor and the image path ------------------------------------------------------------------
@@ -176,6 +178,9 @@ def test_doctor_names_the_driver_to_upgrade_to(cli, tmp_path):
 
 def test_doctor_catches_jax_falling_back_to_cpu(cli, tmp_path):
     # A GPU is visible with a recent driver, but this JAX has no CUDA plugin: it runs on the CPU.
+    jax = pytest.importorskip("jax", reason="needs jax installed (the check is about JAX)")
+    if jax.default_backend() != "cpu":
+        pytest.skip("this JAX runs on a GPU: the fallback cannot be shown here")
     r = cli("doctor", env={**fake_smi(tmp_path, "580.65.06"), "GPUENV_IMAGE": "isaaclab"})
     assert "ok   driver  driver 580.65.06 >= 535.129.03" in r.stdout
     assert r.returncode == 2 and "fell back to 'cpu' although a GPU is visible" in r.stderr

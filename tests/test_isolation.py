@@ -97,12 +97,14 @@ num_envs = [1]
     )
     out = tmp_path / "out"
     pidfile = tmp_path / "child.pid"
+    # Output to files, not pipes: the test waits for gpuenv itself, never for whoever else holds a pipe.
+    log_out, log_err = open(tmp_path / "stdout", "w"), open(tmp_path / "stderr", "w")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpuenv", "bench", "--suite", str(s), "--out", str(out)],
         cwd=ROOT,
         env={**os.environ, "GPUENV_FAKE_CHILD_PIDFILE": str(pidfile)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=log_out,
+        stderr=log_err,
         text=True,
     )
     deadline = time.time() + 120
@@ -111,7 +113,10 @@ num_envs = [1]
     while time.time() < deadline and not pidfile.exists():  # the hang case is now running
         time.sleep(0.1)
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=60)
+    proc.wait(timeout=120)
+    log_out.close()
+    log_err.close()
+    stdout, stderr = (tmp_path / "stdout").read_text(), (tmp_path / "stderr").read_text()
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr + stdout
     records = [load(p) for p in sorted(out.rglob("*.json"))]

@@ -153,7 +153,7 @@ trainer = "sb3"
 num_envs = 8
 threshold = {threshold}
 max_env_steps = {budget}
-max_time_s = 60
+max_time_s = 30
 eval_every_steps = 1000
 eval_episodes = 5
 """
@@ -172,6 +172,10 @@ def _suite(tmp_path, run="", threshold=475, budget=10000, extra=""):
         ({"run": "[run]\nseeds = 0\n"}, "seeds must be >= 1"),
         ({"run": "[run]\nseeds = 3\npass_min_seeds = 4\n"}, "pass_min_seeds must be between 1 and seeds"),
         ({"extra": "[case.hyperparams]\nlearning_rat = 0.1\n"}, "trainer 'sb3' has no hyperparameter 'learning_rat'"),
+        ({"budget": 10500}, "max_env_steps=10500 must be a multiple of eval_every_steps=1000"),
+        ({"run": "[run]\ntimeout_s = 40\n"}, "timeout_s=40 must be at least 1.5 x max_time_s=30"),
+        ({"extra": "[case.hyperparams]\nlearning_rate = \"lin_x\"\n"}, "learning_rate = 'lin_x': use a number or 'lin_<start>'"),
+        ({"extra": "[case.hyperparams]\npolicy_kwargs = { activation_fn = \"gelu\" }\n"}, "activation_fn = 'gelu': use one of tanh, relu, elu"),
     ],
 )
 def test_bad_suites_fail_before_training(tmp_path, kwargs, message):

@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 # Piped output (make, CI logs) gets a width the tables fit in; a terminal keeps its own.
 console = Console(width=None if sys.stdout.isatty() else 132)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)  # one message, one line
 
 DEFAULT_OUT = Path("results/local")
 EXIT_USER_ERROR = 2
@@ -407,6 +407,104 @@ def bench_image(
     import subprocess
 
     raise typer.Exit(subprocess.call(cmd))
+
+
+@app.command()
+def compare(
+    old: Annotated[list[Path], typer.Argument(help="OLD record files or result directories", show_default=False)],
+    new: Annotated[Path, typer.Argument(help="NEW record file or result directory")],
+    threshold: Annotated[float, typer.Option("--threshold", help="exit 1 when a case is slower by more than this fraction")] = 0.10,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware, drivers or modes")] = False,
+) -> None:
+    """NEW/OLD per case with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
+    from gpuenv.history.compare import compare_case, differences, match, version_changes
+    from gpuenv.history.load import load_records
+
+    if not 0 <= threshold < 1:
+        raise UserError(f"--threshold must be a fraction in [0, 1) (got {threshold}); 0.1 means 10%")
+    old_recs, p1 = load_records(old, "OLD records")
+    new_recs, p2 = load_records([new], "NEW records")
+    for msg in p1 + p2:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    diff = differences(old_recs, new_recs)
+    if diff and not allow_different:
+        fields = "; ".join(f"{k}: {a} vs {b}" for k, a, b in ((k, *v) for k, v in diff.items()))
+        raise UserError(f"the runs differ in {fields}; such runs are not comparable (--allow-different compares anyway)")
+    pairs, only_old, only_new = match(old_recs, new_recs)
+    if not pairs:
+        raise UserError("OLD and NEW have no ok case in common (compare runs of the same suite)")
+    rows = [compare_case(a, b, threshold) for a, b in pairs]
+    t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
+    for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
+        t.add_column(col)
+    colour = {"faster": "green", "slower": "red"}
+    for r in sorted(rows, key=lambda r: r.case_key):
+        unit = "steps/s" if r.mode == "env-step-throughput" else "s to reward"
+        v = f"[{colour.get(r.verdict, 'white')}]{r.verdict}{' (REGRESSION)' if r.regressed else ''}[/]"
+        t.add_row(r.case_key, unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
+    console.print(t)
+    for k, (a, b) in version_changes(old_recs, new_recs).items():
+        console.print(f"[dim]version {k}: {a} -> {b}[/]")
+    if diff:
+        console.print(f"[yellow]warning[/] compared across: {', '.join(diff)}")
+    for key in only_old:
+        console.print(f"[dim]only in OLD: {key}[/]")
+    for key in only_new:
+        console.print(f"[dim]only in NEW: {key}[/]")
+    regressed = [r for r in rows if r.regressed]
+    n = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "no detectable change")}
+    console.print(
+        f"{len(rows)} cases: {n['faster']} faster, {n['slower']} slower, {n['no detectable change']} no detectable change; "
+        f"{len(regressed)} regressed by more than {100 * threshold:g}%",
+        highlight=False,
+    )
+    if regressed:
+        err_console.print(f"regression: {', '.join(r.case_key for r in regressed)} slower by more than {100 * threshold:g}%")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command()
+def regressions(
+    paths: Annotated[list[Path] | None, typer.Argument(help="result directories (default: results/)")] = None,
+    min_change: Annotated[float, typer.Option("--min-change", help="smallest relative change reported")] = 0.05,
+) -> None:
+    """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
+    from gpuenv.history.changepoints import detect
+    from gpuenv.history.load import load_records
+    from gpuenv.history.regress import series_by_case, describe
+
+    records, problems = load_records(paths or [Path("results")], "records")
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    t = Table(title="change points (permutation test of the best split, p < 0.01)", title_justify="left")
+    for col in ("case", "at run", "before", "after", "change", "kind", "what changed"):
+        t.add_column(col)
+    found = 0
+    series = series_by_case(records)
+    for key, points in sorted(series.items()):
+        for cp in detect([v for v, _ in points], min_change=min_change):
+            found += 1
+            t.add_row(*describe(key, points, cp))
+    if found:
+        console.print(t)
+    console.print(f"{found} change point(s) in {len(series)} case histories ({len(records)} records)")
+
+
+@app.command()
+def report(
+    paths: Annotated[list[Path] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="site directory")] = Path("results/site"),
+    num_envs: Annotated[int | None, typer.Option("--num-envs", help="num_envs of the backend comparison")] = None,
+) -> None:
+    """Build the static report site (HTML + PNG, works offline) from stored records."""
+    from gpuenv.history.load import load_records
+    from gpuenv.report.site import build
+
+    records, problems = load_records(paths or [Path("results")], "records")
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    index = build(records, out, num_envs)
+    console.print(f"wrote {index} ({len(records)} records)")
 
 
 @app.command(hidden=True)

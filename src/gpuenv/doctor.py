@@ -133,7 +133,10 @@ def check_vulkan(gpus: list[dict]) -> Check:
         )
     vk = shutil.which("vulkaninfo")
     if vk:
-        r = subprocess.run([vk, "--summary"], capture_output=True, text=True, timeout=60)
+        try:
+            r = subprocess.run([vk, "--summary"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            return Check("vulkan", "fail", f"vulkaninfo failed ({e}): check NVIDIA_DRIVER_CAPABILITIES=all and the host driver")
         if r.returncode != 0 or "NVIDIA" not in r.stdout:
             return Check("vulkan", "fail", "vulkaninfo finds no NVIDIA device: check NVIDIA_DRIVER_CAPABILITIES=all and the host driver")
     return Check("vulkan", "ok", "NVIDIA Vulkan ICD present")

@@ -45,6 +45,7 @@ class Image:
     base_target: bool = True  # builds on docker/base.Dockerfile (the shared, digest-pinned Python base)
     torch_cpu: bool = True  # torch from the CPU wheel (SB3 only)
     driver_floor: str | None = None  # a stricter minimum than the CUDA table's, where the framework needs one
+    not_locked: tuple[str, ...] = ()  # dependencies the base image already provides, left untouched
 
 
     @property
@@ -68,7 +69,7 @@ IMAGES: dict[str, Image] = {
         Image("gymnasium", "CPU baseline: Gymnasium + MuJoCo + ALE, SB3", ("gymnasium", "ppo"), None, "docker/gymnasium.Dockerfile"),
         Image("envpool", "EnvPool (C++ thread pool), SB3", ("envpool", "ppo"), None, "docker/envpool.Dockerfile"),
         Image("brax", "Brax on JAX with CUDA 12 wheels, Brax PPO and SB3", ("brax", "ppo", "cuda12"), "12", "docker/brax.Dockerfile"),
-        Image("mjx", "MuJoCo MJX on JAX with CUDA 12 wheels", ("mjx", "cuda12"), "12", "docker/mjx.Dockerfile", torch_cpu=False),
+        Image("mjx", "MuJoCo MJX on JAX with CUDA 12 wheels, SB3 (shared PPO)", ("mjx", "ppo", "cuda12"), "12", "docker/mjx.Dockerfile"),
         Image(
             "isaaclab",
             "Isaac Lab 2.3 on Isaac Sim 5.1 (NVIDIA's image), gpuenv on top",
@@ -79,6 +80,9 @@ IMAGES: dict[str, Image] = {
             torch_cpu=False,
             # Isaac Sim's own Linux minimum (its system requirements page; not verified on a GPU here).
             driver_floor="535.129.03",
+            # Isaac Sim's Python ships numpy 1.x (Isaac Lab 2.3 pins numpy<2) and psutil; its compiled
+            # modules need that numpy, so gpuenv's lock leaves both alone.
+            not_locked=("numpy", "psutil"),
         ),
     ]
 }
@@ -158,6 +162,8 @@ def lock_command(image: Image, out: Path) -> list[str]:
     ]
     for e in image.extras:
         cmd += ["--extra", e]
+    for pkg in image.not_locked:
+        cmd += ["--no-emit-package", pkg]
     return cmd
 
 
@@ -176,7 +182,12 @@ def write_locks(names: list[str] | None = None) -> list[Path]:
             if img.torch_cpu:  # the CPU wheel: from a local wheel directory where there is one, else PyTorch's index
                 wheels = Path("/opt/wheels")
                 cmd += ["--find-links", str(wheels)] if wheels.is_dir() else ["--extra-index-url", TORCH_CPU_INDEX]
-            subprocess.run(cmd, check=True)
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                from gpuenv.errors import UserError
+
+                last = (r.stderr or r.stdout).strip().splitlines()
+                raise UserError(f"uv could not lock gpuenv/{img.backend}: {last[-1] if last else 'no output'} (is uv installed? `make locks` installs it)")
         text = img.lock.read_text()
         head = (
             f"# gpuenv/{img.backend} lock: pyproject extras {', '.join(img.extras) or '(none: base dependencies)'}, "
@@ -216,12 +227,16 @@ def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
             f"cannot run gpuenv/{image.backend} here: {why}; "
             f"`LOCAL=1 make bench-{image.backend}` runs the same suite on this machine"
         )
-    build = subprocess.run(["docker", "image", "inspect", f"{image.tag}:latest"], capture_output=True)
-    if build.returncode != 0:
-        subprocess.run(["docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), image.backend], check=True)
+    found = subprocess.run(["docker", "image", "inspect", f"{image.tag}:latest"], capture_output=True)
+    if found.returncode != 0:
+        built = subprocess.run(["docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), image.backend], cwd=ROOT)
+        if built.returncode != 0:
+            raise UserError(f"building gpuenv/{image.backend} failed (docker buildx bake exited {built.returncode}; its output is above)")
     results.mkdir(parents=True, exist_ok=True)
     gpu = ["--gpus", "all"] if image.cuda else []
+    import os
+
     return [
-        "docker", "run", "--rm", *gpu, "-v", f"{results}:/home/gpuenv/results",
-        f"{image.tag}:latest", "bench", "--suite", suite, "--out", "results/local",
+        "docker", "run", "--rm", *gpu, "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/home/gpuenv",
+        "-v", f"{results}:/home/gpuenv/results", f"{image.tag}:latest", "bench", "--suite", suite, "--out", "results/local",
     ]

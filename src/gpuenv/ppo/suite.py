@@ -61,7 +61,7 @@ _SB3_KEYS = frozenset(
 _BRAX_KEYS = frozenset(
     "learning_rate entropy_cost discounting unroll_length batch_size num_minibatches num_updates_per_batch "
     "reward_scaling normalize_observations clipping_epsilon gae_lambda max_grad_norm action_repeat "
-    "network_factory policy_hidden_layer_sizes value_hidden_layer_sizes num_resets_per_eval".split()
+    "num_resets_per_eval".split()
 )
 
 TRAINERS: dict[str, Trainer] = {
@@ -210,11 +210,22 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
                 raise UserError(f"{w}: {k} must be >= 1 (got {c[k]})")
         if c["max_time_s"] <= 0:
             raise UserError(f"{w}: max_time_s must be > 0")
+        if run.timeout_s < 1.5 * c["max_time_s"]:
+            raise UserError(
+                f"{w}: [run] timeout_s={run.timeout_s:g} must be at least 1.5 x max_time_s={c['max_time_s']:g}: a run "
+                "past its time budget must end censored by the trainer, not killed (and lost) by the timeout"
+            )
         if c["max_env_steps"] < c["eval_every_steps"]:
             raise UserError(
                 f"{w}: budget max_env_steps={c['max_env_steps']} is below eval_every_steps={c['eval_every_steps']}: "
                 "no evaluation would ever run; raise the budget or evaluate more often"
             )
+        if c["max_env_steps"] % c["eval_every_steps"]:
+            raise UserError(
+                f"{w}: max_env_steps={c['max_env_steps']} must be a multiple of eval_every_steps={c['eval_every_steps']}, "
+                "so that the last steps of the budget are evaluated too"
+            )
+        _check_values(trainer.name, hp, w)
         if not c["backends"] or not all(isinstance(b, str) for b in c["backends"]):
             raise UserError(f"{w}: key 'backends' must be a non-empty list of str")
         for sel in c["backends"]:
@@ -252,6 +263,27 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
                 )
             )
     return PpoSuite(path.stem, path, str(data.get("description", "")), run, tuple(cases), tuple(skipped))
+
+
+ACTIVATIONS = ("tanh", "relu", "elu")
+
+
+def _check_values(trainer: str, hp: dict, where: str) -> None:
+    """Values a worker would otherwise reject one seed at a time."""
+    if trainer != "sb3":
+        return
+    for k in ("learning_rate", "clip_range"):
+        v = hp.get(k)
+        if isinstance(v, str):
+            try:
+                ok = v.startswith("lin_") and float(v[4:]) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                raise UserError(f"{where}: {k} = {v!r}: use a number or 'lin_<start>' (linear decay to 0)")
+    act = hp.get("policy_kwargs", {}).get("activation_fn") if isinstance(hp.get("policy_kwargs"), dict) else None
+    if act is not None and act not in ACTIVATIONS:
+        raise UserError(f"{where}: policy_kwargs.activation_fn = {act!r}: use one of {', '.join(ACTIVATIONS)}")
 
 
 def _selectors(trainer: Trainer) -> list[str]:

@@ -46,6 +46,7 @@ class Progress:
         self.stopped_by: str | None = None
         self.end_s: float | None = None
         self.next_eval = case.eval_every_steps
+        self.steps_now = 0  # env steps trained so far, where the trainer reports them between evaluations
         self._last = (0, 0.0)  # (env steps, train seconds) at the previous evaluation, for fps
         self.tb = None
         self.tb_note = "not requested"
@@ -129,7 +130,7 @@ class Progress:
             value = {
                 "time_to_threshold_s": end,
                 "train_time_to_threshold_s": end - self.startup_s - compile_s - self.eval_s,
-                "env_steps_to_threshold": last["env_steps"],
+                "env_steps_to_threshold": max(last["env_steps"], self.steps_now),
             }
         if self.tb is not None:
             self.tb.close()
@@ -179,7 +180,7 @@ def sb3_kwargs(hp: dict) -> dict:
     out = {k: _schedule(v) for k, v in hp.items() if k != "normalize"}
     pk = dict(out.get("policy_kwargs", {}))
     if "activation_fn" in pk:
-        acts = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
+        acts = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}  # suite.ACTIVATIONS
         pk["activation_fn"] = acts[pk["activation_fn"]]
     if pk:
         out["policy_kwargs"] = pk
@@ -210,6 +211,10 @@ def _train_sb3(case: PpoCase, prog: Progress) -> dict:
     policy = "CnnPolicy" if len(native.obs_shape) == 3 else "MlpPolicy"  # Atari frames get SB3's Nature CNN
     model = PPO(policy, venv, seed=prog.seed, device="cpu", verbose=0, **sb3_kwargs(case.hyperparams))
     prog.phase("build", t)
+    if case.backend in ("brax", "mjx"):  # the env step is jit-compiled on first use: compile, not training
+        import jax
+
+        prog.compile_total = CompileClock(jax, prog.clock).total
 
     def evaluate() -> float:
         obs = eval_env.reset()
@@ -224,6 +229,7 @@ def _train_sb3(case: PpoCase, prog: Progress) -> dict:
 
     class Evaluate(BaseCallback):
         def _on_step(self) -> bool:
+            prog.steps_now = self.num_timesteps
             if self.num_timesteps < prog.next_eval:
                 return not prog.over_time()
             if not all(torch.isfinite(p).all() for p in self.model.policy.parameters()):
@@ -279,8 +285,12 @@ class CompileClock:
         self.events: list[tuple[float, float]] = []  # (when it ended, seconds)
         jax.monitoring.register_event_duration_secs_listener(self._on)
 
+    # Lowering and XLA compile, one event each per compiled computation. Tracing is left out: a jit
+    # inside a traced function is traced inside the outer trace, so its events nest.
+    EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
+
     def _on(self, event: str, duration: float, **_kw) -> None:
-        if event.startswith("/jax/core/compile/"):
+        if event in self.EVENTS:
             self.events.append((self.clock(), duration))
 
     def total(self) -> float:
@@ -301,13 +311,14 @@ def _train_brax(case: PpoCase, prog: Progress) -> dict:
 
     from gpuenv.backends._jax import device_facts
 
-    clock = CompileClock(jax, prog.clock)
-    prog.compile_total = clock.total
     device, jax_details = device_facts()
     t = prog.phase("import", t)
     native = get_task(case.task).native(case.backend)
     env = envs.get_environment(native.env_id, backend=case.variant)
     prog.phase("build", t)
+    # From here on: compile during startup is startup, and is not subtracted twice.
+    clock = CompileClock(jax, prog.clock)
+    prog.compile_total = clock.total
 
     hp = {k: tuple(v) if isinstance(v, list) else v for k, v in case.hyperparams.items()}
 
@@ -350,6 +361,8 @@ def _train_brax(case: PpoCase, prog: Progress) -> dict:
         "control_dt_s": float(env.dt),
         "shims": shims,
         "eval_policy": "deterministic",
+        # Brax evaluates at whole training epochs: the interval it used, as opposed to the one asked for.
+        "eval_interval_env_steps": prog.curve[1]["env_steps"] - prog.curve[0]["env_steps"] if len(prog.curve) > 1 else None,
     }
 
 

@@ -96,7 +96,11 @@ def tables(records: list[dict]) -> list[Table]:
 
 def pairwise(recs: list[dict]) -> list[tuple[str, str, tuple[float, float, float]]]:
     ok = [r for r in recs if r["status"] == "ok" and runs_of(r)]
-    return [(label(a), label(b), stats.prob_faster(runs_of(a), runs_of(b))) for a, b in combinations(ok, 2)]
+    return [
+        (label(a), label(b), stats.prob_faster(runs_of(a), runs_of(b)))
+        for a, b in combinations(ok, 2)
+        if a["case"]["threshold"] == b["case"]["threshold"]  # the same target, or the question is moot
+    ]
 
 
 def footnotes(records: list[dict]) -> list[str]:

@@ -57,9 +57,9 @@ _BY_MODE: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     TIME_TO_REWARD: {
         "case.trainer": str,
-        "case.threshold": float,
+        "case.threshold": (int, float),
         "case.max_env_steps": int,
-        "case.max_time_s": float,
+        "case.max_time_s": (int, float),
         "settings.seeds": int,
         "runs": list,
     },
@@ -140,19 +140,28 @@ def validate(record: Any, source: str = "record") -> dict:
 
 def _validate_ttr(record: dict, source: str) -> dict:
     for i, r in enumerate(record["runs"]):
-        if not isinstance(r, dict) or r.get("status") not in _RUN_STATUSES:
-            raise UserError(f"{source}: invalid result record: runs[{i}] needs a status in {_RUN_STATUSES}")
+        if not isinstance(r, dict) or r.get("status") not in _RUN_STATUSES or not isinstance(r.get("seed"), int):
+            raise UserError(f"{source}: invalid result record: runs[{i}] needs a seed and a status in {_RUN_STATUSES}")
+        if r["status"] == "failed" and not isinstance(r.get("failure"), str):
+            raise UserError(f"{source}: invalid result record: runs[{i}] is failed without a reason")
         if r["status"] != "failed" and not all(
             _number(r.get(k)) for k in ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
         ):
             raise UserError(f"{source}: invalid result record: runs[{i}] lacks its time/steps to threshold")
     if record["status"] == "ok":
-        t = record["summary"].get("time_to_threshold_s")
-        if not (isinstance(t, dict) and all(_number(t.get(k)) for k in ("iqm", "ci_low", "ci_high"))):
-            raise UserError(
-                f"{source}: invalid result record: an ok time-to-reward record needs summary.time_to_threshold_s "
-                "with iqm, ci_low, ci_high"
-            )
+        s = record["summary"]
+        for key in ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold"):
+            t = s.get(key)
+            if not (isinstance(t, dict) and all(_number(t.get(k)) for k in ("iqm", "ci_low", "ci_high"))):
+                raise UserError(
+                    f"{source}: invalid result record: an ok time-to-reward record needs summary.{key} "
+                    "with iqm, ci_low, ci_high"
+                )
+        for key in ("seeds", "reached", "pass_min_seeds", "startup_s_median", "compile_s_median"):
+            if not _number(s.get(key)):
+                raise UserError(f"{source}: invalid result record: summary.{key} is missing or not a number")
+        if not isinstance(s.get("passed"), bool):
+            raise UserError(f"{source}: invalid result record: summary.passed must be true or false")
     else:
         _check_failure(record, source)
     return record

@@ -1,0 +1,1 @@
+"""Results history: compare two runs, find change points over many, build the report site."""

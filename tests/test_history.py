@@ -1,0 +1,163 @@
+"""Results history: compare, change points, the report site (opened in headless Chromium)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from gpuenv.history.changepoints import detect
+from gpuenv.results.store import prepare_dir, write_record
+
+PUBLISHED = ROOT / "results" / "published" / "20261202T140237Z-4d17bd"
+
+
+def published() -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(PUBLISHED.glob("*.json"))]
+
+
+def derive(records: list[dict], out: Path, run_id: str, factor: float = 1.0, **machine) -> Path:
+    """A record set derived from real records: every throughput value scaled by `factor`."""
+    d = prepare_dir(out / run_id)
+    for r in records:
+        r = copy.deepcopy(r)
+        r["run_id"] = run_id
+        r["created_utc"] = "2026-12-03T00:00:00+00:00"
+        r["where"]["machine"].update(machine)
+        for p in r["processes"]:
+            p["env_steps_per_s"] = [v * factor for v in p.get("env_steps_per_s", [])]
+        if r["status"] == "ok":
+            for k in ("median", "ci_low", "ci_high"):
+                r["summary"]["env_steps_per_s"][k] *= factor
+        write_record(d, r)
+    return d
+
+
+def test_compare_same_run_has_no_detectable_change(cli):
+    r = cli("compare", str(PUBLISHED), str(PUBLISHED))
+    assert r.returncode == 0, r.stderr
+    assert "no detectable change" in r.stdout and "0 regressed by more than 10%" in r.stdout
+
+
+def test_compare_flags_a_planted_20_percent_slowdown(cli, tmp_path):
+    slow = derive(published(), tmp_path, "slow", factor=0.8)
+    r = cli("compare", str(PUBLISHED), str(slow))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "slower (REGRESSION)" in r.stdout and "regression:" in r.stderr
+    # A planted 20% slowdown under a 30% gate is reported but does not fail.
+    assert cli("compare", str(PUBLISHED), str(slow), "--threshold", "0.3").returncode == 0
+
+
+def test_compare_refuses_other_hardware_and_says_which_fields(cli, tmp_path):
+    other = derive(published(), tmp_path, "other", cpu_model="Some Other CPU")
+    r = cli("compare", str(PUBLISHED), str(other))
+    assert r.returncode == 2 and "cpu: " in r.stderr and "Some Other CPU" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    ok = cli("compare", str(PUBLISHED), str(other), "--allow-different")
+    assert ok.returncode == 0 and "compared across: cpu" in ok.stdout
+
+
+def test_compare_bad_input_is_clear(cli, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("compare", str(empty), str(PUBLISHED))
+    assert r.returncode == 2 and "no result records in this directory" in r.stderr
+    mixed = derive(published()[:3], tmp_path, "mixed")
+    (mixed / "broken.json").write_text('{"schema": "gpuenv.result", "schema_ver')
+    future = json.loads(next(mixed.glob("*.json")).read_text())
+    future["schema_version"] = 99
+    (mixed / "future.json").write_text(json.dumps(future))
+    r = cli("compare", str(PUBLISHED), str(mixed))
+    assert r.returncode == 0, r.stderr
+    assert "broken.json: corrupt result file" in r.stderr and "version 99 is not supported" in r.stderr
+    assert "3 cases:" in r.stdout and "only in OLD:" in r.stdout
+    before = (mixed / "broken.json").read_text()
+    assert (mixed / "broken.json").read_text() == before  # nothing is rewritten
+    r = cli("compare", str(PUBLISHED), str(tmp_path / "nosuch"))
+    assert r.returncode == 2 and "no such file or directory" in r.stderr
+
+
+# --- change points --------------------------------------------------------------------------------
+
+
+def test_change_points_find_a_planted_step_and_nothing_in_noise():
+    rng = np.random.default_rng(7)
+    flat = 1000 * (1 + 0.08 * rng.standard_normal(40))
+    assert detect(flat) == []
+    step = np.r_[1000 * (1 + 0.08 * rng.standard_normal(20)), 800 * (1 + 0.08 * rng.standard_normal(20))]
+    (cp,) = detect(step)
+    assert abs(cp.index - 20) <= 1 and cp.change == pytest.approx(-0.2, abs=0.05)
+    # The naive rule (flag any point 10% off the previous one) would have raised many alarms here.
+    assert np.sum(np.abs(np.diff(flat)) / 1000 > 0.1) > 3
+
+
+def history(tmp_path: Path, drop_at: int | None, n: int = 24) -> Path:
+    base = next(r for r in published() if r["case_key"] == "envpool-sync-halfcheetah-n8")
+    rng = np.random.default_rng(3)
+    out = tmp_path / "history"
+    for i in range(n):
+        r = copy.deepcopy(base)
+        factor = (0.8 if drop_at is not None and i >= drop_at else 1.0) * (1 + 0.05 * rng.standard_normal())
+        r["run_id"] = f"run{i:02d}"
+        r["created_utc"] = f"2026-11-{i + 1:02d}T00:00:00+00:00"
+        r["where"]["packages"]["envpool"] = "1.2.5" if drop_at is not None and i >= drop_at else "0.8.4"
+        for p in r["processes"]:
+            p["env_steps_per_s"] = [v * factor for v in p["env_steps_per_s"]]
+        for k in ("median", "ci_low", "ci_high"):
+            r["summary"]["env_steps_per_s"][k] *= factor
+        write_record(prepare_dir(out / r["run_id"]), r)
+    return out
+
+
+def test_regressions_command_finds_the_planted_change_and_its_versions(cli, tmp_path):
+    r = cli("regressions", str(history(tmp_path, drop_at=12)))
+    assert r.returncode == 0, r.stderr
+    assert "1 change point(s)" in r.stdout and "regression" in r.stdout
+    assert "envpool 0.8.4->1.2.5" in r.stdout and "#12 run12" in r.stdout
+    flat = cli("regressions", str(history(tmp_path / "flat", drop_at=None)))
+    assert "0 change point(s)" in flat.stdout
+
+
+# --- report site ----------------------------------------------------------------------------------
+
+
+def test_report_site_has_plots_and_tables_and_opens_in_chromium(cli, tmp_path):
+    hist = history(tmp_path, drop_at=12, n=6)
+    site = tmp_path / "site"
+    r = cli("report", str(PUBLISHED), str(hist), "--out", str(site))
+    assert r.returncode == 0, r.stderr
+    page = (site / "index.html").read_text()
+    for png in ("scaling-cartpole.png", "scaling-halfcheetah.png", "comparison.png", "history-version.png", "history-commit.png"):
+        if png == "history-commit.png":
+            continue  # all records come from one commit: the page says so instead
+        assert f"src='{png}'" in page and (site / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    assert "Not enough history yet" in page  # over commits
+    assert "<table class=\"decision\">" in page and "1B steps" in page
+    assert "<script" not in page and "http" not in page  # offline: nothing fetched
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("no chromium here (Debian package `chromium`; .ci/run installs it)")
+    shot = tmp_path / "site.png"
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", (site / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert "scaling-halfcheetah.png" in dom.stdout and "decision" in dom.stdout
+    subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,1600",
+         f"--screenshot={shot}", (site / "index.html").as_uri()],
+        capture_output=True, timeout=120,
+    )
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[:2] == (1600, 1200) and pixels.std() > 0.05  # a rendered page, not a blank one
+    keep = ROOT / "results" / "local"  # the screenshot stays for a person to look at (ignored by git)
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "report-screenshot.png")
