@@ -507,6 +507,26 @@ def report(
     console.print(f"wrote {index} ({len(records)} records)")
 
 
+@app.command("asv-import")
+def asv_import(
+    paths: Annotated[list[Path], typer.Argument(help="record files or result directories")],
+    results_dir: Annotated[Path, typer.Option("--results-dir", help="asv results_dir")] = Path("results/asv/results"),
+) -> None:
+    """Write asv result files from gpuenv records (then `asv publish` draws the history)."""
+    from gpuenv.history.asv_import import import_records
+    from gpuenv.history.load import load_records
+
+    records, problems = load_records(paths, "records")
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    written, skipped = import_records(records, results_dir, Path.cwd())
+    for msg in skipped:
+        err_console.print(f"[yellow]not imported[/] {msg}")
+    if not written:
+        raise UserError("no record could be imported (each needs status ok and a commit in this repository)")
+    console.print(f"wrote {written} asv results to {results_dir}; now `asv publish` (asv.conf.json)")
+
+
 @app.command(hidden=True)
 def worker(spec: str, out: str) -> None:
     """Internal: measure one process of one case (started by the orchestrator)."""

@@ -1,0 +1,126 @@
+"""Turn gpuenv records into asv result files, so `asv publish` draws the history without re-running.
+
+asv's rules, kept here: smaller is better for every benchmark (so throughput is stored as seconds
+per million env steps, time-to-reward as seconds), a result belongs to a commit on the configured
+branch and is dated by that commit in integer milliseconds, and the machine is described by a
+machine.json. GPU and driver are machine keys; library versions are result params, so asv can split
+and filter by them. Written with asv's own Results class so the format is asv's.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+from gpuenv.errors import UserError
+from gpuenv.results.schema import THROUGHPUT
+
+TRACKED_LIBRARIES = ("brax", "jax", "envpool", "gymnasium", "mujoco", "mujoco-mjx", "stable-baselines3", "torch")
+ENV_NAME = "existing-gpuenv"
+
+
+def machine_name(r: dict) -> str:
+    m = r["where"]["machine"]
+    gpu = "; ".join(g.get("name", "?") for g in m.get("gpus", [])) or "nogpu"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{m.get('cpu_model')}-{m.get('cpu_logical')}c-{gpu}").strip("-")
+
+
+def benchmark_name(r: dict) -> str:
+    if r["measurement_mode"] == THROUGHPUT:
+        return f"gpuenv_records.throughput_{r['case']['task']}.track_seconds_per_million_env_steps"
+    return f"gpuenv_records.ppo_{r['case']['task']}.track_seconds_to_reward"
+
+
+def value(r: dict) -> float:
+    if r["measurement_mode"] == THROUGHPUT:
+        return 1e6 / r["summary"]["env_steps_per_s"]["median"]
+    return r["summary"]["time_to_threshold_s"]["iqm"]
+
+
+def param(r: dict) -> str:
+    c = r["case"]
+    trainer = f"/{c['trainer']}" if "trainer" in c else ""
+    return f"{c['backend']}:{c['variant']}{trainer}@{c['num_envs']}"
+
+
+def commit_date_ms(repo: Path, sha: str) -> int | None:
+    r = subprocess.run(["git", "show", "-s", "--format=%ct", sha], cwd=repo, capture_output=True, text=True)
+    return int(r.stdout.strip()) * 1000 if r.returncode == 0 and r.stdout.strip() else None
+
+
+def import_records(records: list[dict], results_dir: Path, repo: Path) -> tuple[int, list[str]]:
+    """Write asv results for every ok record whose commit is in `repo`; returns (results written,
+    one message per record left out)."""
+    try:
+        from asv.results import Results
+        from asv.runner import BenchmarkResult
+        from asv.util import write_json
+    except ImportError:
+        raise UserError("asv is not installed: pip install 'gpuenv[history]'") from None
+    skipped: list[str] = []
+    groups: dict[tuple[str, str, tuple], list[dict]] = defaultdict(list)
+    for r in records:
+        sha = r["where"]["git"].get("sha")
+        if r["status"] != "ok" or not sha:
+            skipped.append(f"{r['case_key']} ({r['run_id']}): {'not ok' if r['status'] != 'ok' else 'no commit recorded'}")
+            continue
+        versions = tuple((k, r["where"]["packages"].get(k) or "none") for k in TRACKED_LIBRARIES)
+        groups[(machine_name(r), sha, versions)].append(r)
+
+    benchmarks: dict[str, dict] = {}
+    # Every benchmark has one param axis: backend:variant@num_envs, over all records.
+    axis: dict[str, set[str]] = defaultdict(set)
+    for recs in groups.values():
+        for r in recs:
+            axis[benchmark_name(r)].add(param(r))
+    for name, values in axis.items():
+        benchmarks[name] = {
+            "name": name,
+            "type": "track",
+            "unit": "seconds",
+            "param_names": ["backend@num_envs"],
+            "params": [[repr(v) for v in sorted(values)]],
+            "version": "1",
+            "timeout": 60,
+            "code": "imported from gpuenv records (gpuenv asv-import)",
+        }
+    results_dir.mkdir(parents=True, exist_ok=True)
+    write_json(results_dir / "benchmarks.json", benchmarks, api_version=2)
+
+    written = 0
+    for (machine, sha, versions), recs in groups.items():
+        date = commit_date_ms(repo, sha)
+        if date is None:
+            skipped += [f"{r['case_key']} ({r['run_id']}): commit {sha[:8]} is not in {repo}" for r in recs]
+            continue
+        m = recs[0]["where"]["machine"]
+        gpus = m.get("gpus", [])
+        machine_info = {
+            "machine": machine,
+            "os": m.get("os", ""),
+            "arch": "x86_64",
+            "cpu": m.get("cpu_model", ""),
+            "num_cpu": str(m.get("cpu_logical", "")),
+            "ram": f"{m.get('memory_gib', '')} GiB",
+            "gpu": "; ".join(g.get("name", "?") for g in gpus) or "none",
+            "driver": "; ".join(g.get("driver", "?") for g in gpus) or "none",
+            "version": 1,
+        }
+        (results_dir / machine).mkdir(exist_ok=True)
+        write_json(results_dir / machine / "machine.json", machine_info, api_version=1)
+        params = {**machine_info, "python": m.get("python", "").rsplit(".", 1)[0], **dict(versions)}
+        params.pop("version")
+        res = Results(params, {}, sha, date, params["python"], ENV_NAME, {})
+        by_bench: dict[str, dict[str, float]] = defaultdict(dict)
+        for r in sorted(recs, key=lambda r: r["created_utc"]):
+            by_bench[benchmark_name(r)][param(r)] = value(r)  # the latest record of a case counts
+        for name, vals in by_bench.items():
+            order = [ast.literal_eval(v) for v in benchmarks[name]["params"][0]]
+            row = [vals.get(p, float("nan")) for p in order]
+            res.add_result(benchmarks[name], BenchmarkResult(row, [None] * len(row), [None] * len(row), 0, "", None), record_samples=False)
+            written += 1
+        res.save(results_dir)
+    return written, skipped
