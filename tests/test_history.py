@@ -199,3 +199,23 @@ def test_asv_import_then_publish_draws_the_imported_history(cli, tmp_path):
     # asv's UI takes jQuery/flot/bootstrap from CDNs: offline it shows its own error page, online
     # the graphs. Either way the page asv published is what opened.
     assert "airspeed velocity" in dom.stdout
+
+
+def test_pytest_benchmark_over_the_synchronised_unit_and_its_export(cli, tmp_path):
+    pytest.importorskip("pytest_benchmark", reason="pytest-benchmark not installed (pip install 'gpuenv[history]')")
+    out = tmp_path / "pb.json"
+    r = subprocess.run(
+        [__import__("sys").executable, "-m", "pytest", "bench/pytest", "-q", "-p", "no:cacheprovider",
+         "-k", "gymnasium-dummy-cartpole", f"--benchmark-json={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (b,) = json.loads(out.read_text())["benchmarks"]
+    assert b["stats"]["rounds"] == 5 and b["extra_info"]["env_steps_per_s"] > 0
+    gab = tmp_path / "gab.json"
+    assert cli("export-gab", str(out), str(gab)).returncode == 0
+    (row,) = json.loads(gab.read_text())
+    assert row["unit"] == "env steps/s" and row["name"] == "gymnasium-dummy-cartpole-n8"
+    assert row["value"] == pytest.approx(b["extra_info"]["env_steps_per_s"], rel=1e-3)
+    bad = cli("export-gab", str(tmp_path / "nosuch.json"), str(gab))
+    assert bad.returncode == 2 and "not a pytest-benchmark JSON file" in bad.stderr

@@ -527,6 +527,95 @@ def asv_import(
     console.print(f"wrote {written} asv results to {results_dir}; now `asv publish` (asv.conf.json)")
 
 
+@app.command()
+def sweep(
+    spec: Annotated[str, typer.Argument(help="PACKAGE==V1,V2,... e.g. brax==0.12.1,0.13.0,0.14.2")],
+    suite: Annotated[str, typer.Option("--suite", "-s")] = "quick",
+    with_: Annotated[list[str] | None, typer.Option("--with", help="extra pin for every set, e.g. 'numpy<2' (repeatable)")] = None,
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="default: the package's backend")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("results/sweeps"),
+) -> None:
+    """Run the same suite under several versions of a library, each in its own cached environment."""
+    from gpuenv.history import sweep as sw
+    from gpuenv.history.compare import compare_case
+    from gpuenv.results.store import new_run_id
+
+    package, versions = sw.parse_spec(spec)
+    pins = sw.parse_with(with_ or [])
+    name = backend or sw.LIBRARY_BACKEND.get(package)
+    if name is None:
+        raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(DEFAULT_REGISTRY.backends)})")
+    DEFAULT_REGISTRY.parse(name)
+    from gpuenv.suites import load_any
+
+    load_any(suite, DEFAULT_REGISTRY)  # a bad suite name fails here, before any environment is built
+    sweep_id = new_run_id()
+    bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
+    sets = [sw.VersionSet(f"{package}=={v}", sw.requirements(package, v, pins, name.split(":")[0])) for v in versions]
+    console.print(f"[bold]gpuenv sweep[/] {package} over {', '.join(versions)} ({suite} suite, backend {name}), sweep {sweep_id}")
+    for vs in sets:
+        sw.prepare(vs)
+        how = "reused the cached environment" if vs.reused else "resolved and built the environment"
+        if vs.status != "ready":
+            console.print(f"[red]{vs.label}: {vs.status}[/]: {vs.reason} (the other versions still run)", highlight=False)
+            continue
+        console.print(f"{vs.label}: {how} in {vs.setup_s:.1f} s ({vs.env_dir})", highlight=False)
+        sw.run(vs, sweep_id, bench_args, out)
+    labels = [vs.label for vs in sets]
+    series = sw.collect(sets)
+    t = Table(title=f"{package}: each case across versions (median env steps/s [95% interval]; adjacent verdicts)", title_justify="left")
+    t.add_column("case")
+    for lbl in labels:
+        t.add_column(lbl)
+    for key, pts in sorted(series.items()):
+        by = dict(pts)
+        cells = []
+        prev = None
+        for lbl in labels:
+            r = by.get(lbl)
+            if r is None:
+                cells.append("-")
+                prev = None
+                continue
+            s = r["summary"]["env_steps_per_s"] if "env_steps_per_s" in r["summary"] else None
+            cell = f"{s['median']:,.0f} [{s['ci_low']:,.0f}-{s['ci_high']:,.0f}]" if s else "ok"
+            if prev is not None:
+                c = compare_case(prev, r, 0.10)
+                mark = {"faster": "[green]faster[/]", "slower": "[red]slower[/]"}.get(c.verdict, "same")
+                cell += f"\n{mark} {100 * c.change_pct:+.0f}%"
+            cells.append(cell)
+            prev = r
+        t.add_row(key, *cells)
+    console.print(t)
+    for vs in sets:
+        if vs.status.startswith("ran"):
+            shown = {k: vs.versions.get(k) for k in (package, "jax", "jaxlib", "numpy", "mujoco") if vs.versions.get(k)}
+            console.print(f"[dim]{vs.label}: {vs.status}; resolved {shown}; records in {vs.run_dir}[/]", highlight=False)
+    if series:
+        try:
+            sw.plot(series, labels, out / sweep_id / "sweep.png")
+            console.print(f"plot: {out / sweep_id / 'sweep.png'}")
+        except ImportError:
+            console.print("[dim]no plot: matplotlib is not installed (pip install 'gpuenv[history]')[/]")
+    bad = [vs for vs in sets if not vs.status.startswith("ran")]
+    if bad:
+        err_console.print(f"{len(bad)} version set(s) did not run: {', '.join(f'{vs.label} ({vs.status})' for vs in bad)}")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command("export-gab")
+def export_gab(
+    src: Annotated[Path, typer.Argument(help="pytest-benchmark JSON (--benchmark-json)")],
+    dst: Annotated[Path, typer.Argument(help="github-action-benchmark customBiggerIsBetter JSON to write")],
+) -> None:
+    """Convert `make bench-pytest` output for github-action-benchmark (env steps/s, bigger is better)."""
+    from gpuenv.history.gab import export
+
+    n = export(src, dst)
+    console.print(f"wrote {n} benchmarks to {dst}")
+
+
 @app.command(hidden=True)
 def worker(spec: str, out: str) -> None:
     """Internal: measure one process of one case (started by the orchestrator)."""

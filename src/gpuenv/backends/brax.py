@@ -17,7 +17,25 @@ from gpuenv.tasks import NativeTask
 RESET_MODE = "auto-reset to each env's cached first state (Brax AutoResetWrapper), inside the scan"
 
 
+# Brax releases this adapter was checked against: 0.10 (envs.get_environment(backend=...) and the
+# training wrappers as used here) up to 0.14. The pipeline is always passed explicitly, so a change
+# of Brax's default pipeline between releases cannot change the workload.
+MIN_VERSION = (0, 10)
+
+
+def _version() -> tuple[int, ...]:
+    import brax
+
+    return tuple(int(x) for x in brax.__version__.split(".")[:2] if x.isdigit())
+
+
 def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the adapter contract
+    import brax
+
+    if _version() < MIN_VERSION:
+        from gpuenv.errors import UserError
+
+        raise UserError(f"brax {brax.__version__} is older than the adapter supports (>= 0.10): not run")
     device, details = device_facts()
     base = envs.get_environment(native.env_id, backend=case.variant)
     env = training.wrap(base, episode_length=native.episode_steps, action_repeat=1)
@@ -26,7 +44,9 @@ def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the ada
     # Brax actions are in [-1, 1] for every env it ships.
     space = ActionSpace("box", low=(-1.0,) * env.action_size, high=(1.0,) * env.action_size)
     details.update(
+        brax=brax.__version__,
         pipeline=case.variant,
+        pipeline_choice="passed explicitly (backend=...), never Brax's default",
         physics_timestep_s=float(base.sys.opt.timestep),
         n_frames=int(getattr(base, "_n_frames", 1)),
         control_dt_s=float(base.dt),

@@ -30,8 +30,21 @@ from gpuenv.tasks import NativeTask
 RESET_MODE = "next-step reset in C++: the step after an episode ends ignores its action and returns the reset obs"
 
 
+def require_env(env_id: str) -> None:
+    """EnvPool releases differ in which envs they register (0.8.x has MuJoCo v4, 1.x adds v5): a
+    missing id is reported for this release, never replaced by another version of the task."""
+    if env_id not in set(envpool.list_all_envs()):
+        from gpuenv.errors import UserError
+
+        raise UserError(
+            f"envpool {getattr(envpool, '__version__', '?')} has no {env_id}; gpuenv does not substitute "
+            "another version of the task (this envpool release is unsupported for it)"
+        )
+
+
 class EnvPoolStepper:
     def __init__(self, case: Case, native: NativeTask) -> None:
+        require_env(native.env_id)
         n = case.num_envs
         self.batch = n if case.variant == "sync" else max(1, n // 2)
         # EnvPool's own default (num_threads=0) resolves to min(batch_size, cores); pass it explicitly

@@ -30,9 +30,10 @@ def make_vecenv(backend: str, variant: str, native: NativeTask, num_envs: int, s
         venv.seed(seed)
         return venv, details
     if backend == "envpool":
-        import envpool
-
+        from gpuenv.backends.envpool import envpool, require_env
         from gpuenv.ppo.vecenv import EnvPoolVecEnv
+
+        require_env(native.env_id)
 
         threads = min(num_envs, _cores())
         pool = envpool.make(

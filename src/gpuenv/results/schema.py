@@ -71,7 +71,9 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
     """The fields every record starts with, whatever it measured."""
     from datetime import datetime, timezone
 
-    return {
+    import os
+
+    out = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -81,6 +83,13 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
         "status": status,
         "measurement_mode": mode,
     }
+    tags = os.environ.get(TAGS_ENV)  # set by `gpuenv sweep`: which version set produced the record
+    if tags:
+        out["tags"] = json.loads(tags)
+    return out
+
+
+TAGS_ENV = "GPUENV_RECORD_TAGS"
 
 
 def _get(record: dict, path: str) -> Any:
@@ -104,6 +113,8 @@ def validate(record: Any, source: str = "record") -> dict:
             f"{source}: result schema version {version!r} is not supported by this gpuenv "
             f"(reads version {SCHEMA_VERSION}); use the gpuenv release that wrote it, or upgrade gpuenv"
         )
+    if not isinstance(record.get("tags", {}), dict):
+        raise UserError(f"{source}: invalid result record: field 'tags' must be an object")
     mode = record.get("measurement_mode")
     if mode not in MEASUREMENT_MODES:
         raise UserError(f"{source}: invalid result record: unknown measurement_mode {mode!r}")

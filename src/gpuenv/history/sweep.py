@@ -1,0 +1,197 @@
+"""`gpuenv sweep brax==0.12.1,0.13.0,0.14.2`: the same suite under several library versions.
+
+Each version set gets its own virtual environment, made with uv from an explicit lock (uv pip
+compile of gpuenv's backend extra plus the pins), cached under ~/.cache/gpuenv/envs/<hash of the
+lock> and reused while the lock is the same. gpuenv itself is installed from this checkout (editable,
+no dependencies), so every environment runs the same harness. Each set runs the suite in its own
+process; its records carry the exact versions (where.packages) and a `tags.version_set`. A version
+that cannot resolve or install is reported and the other versions still run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuenv.errors import UserError
+from gpuenv.results.schema import TAGS_ENV
+
+ROOT = Path(__file__).resolve().parents[3]
+SPEC = re.compile(r"^([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+\-]+(?:,[A-Za-z0-9_.+\-]+)*)$")
+# Which gpuenv backend a swept library belongs to (its pyproject extra has the same name).
+LIBRARY_BACKEND = {"brax": "brax", "envpool": "envpool", "mujoco-mjx": "mjx", "gymnasium": "gymnasium"}
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpuenv" / "envs"
+
+
+def parse_spec(spec: str) -> tuple[str, list[str]]:
+    m = SPEC.match(spec.strip())
+    if not m:
+        raise UserError(f"sweep spec {spec!r}: write it as PACKAGE==V1,V2,... (e.g. brax==0.12.1,0.13.0,0.14.2)")
+    versions = m.group(2).split(",")
+    if len(set(versions)) < 2:
+        raise UserError(f"sweep spec {spec!r}: give at least two different versions")
+    return m.group(1).lower(), versions
+
+
+def parse_with(pins: list[str]) -> list[str]:
+    for p in pins:
+        if not re.match(r"^[A-Za-z0-9_.\-]+\s*(==|<=|>=|<|>|!=|~=)\s*[A-Za-z0-9_.+*\-]+$", p.strip()):
+            raise UserError(f"--with {p!r}: write a requirement such as jax==0.6.2 or 'numpy<2'")
+    return [p.strip() for p in pins]
+
+
+def requirements(package: str, version: str, pins: list[str], backend: str) -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"]) + list(project["optional-dependencies"].get(backend, []))
+    reqs = [r for r in reqs if not r.startswith("gpuenv[")]
+    return [*reqs, f"{package}=={version}", *pins]
+
+
+@dataclass
+class VersionSet:
+    label: str  # "brax==0.13.0"
+    requirements: list[str]
+    env_dir: Path | None = None
+    lock: str = ""
+    status: str = "pending"  # ready | unresolvable | install failed | ran | failed
+    reason: str = ""
+    setup_s: float = 0.0
+    reused: bool = False
+    run_dir: Path | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def _uv() -> list[str]:
+    if shutil.which("uv"):
+        return ["uv"]
+    try:
+        import uv  # noqa: F401
+
+        return [sys.executable, "-m", "uv"]
+    except ImportError:
+        raise UserError("gpuenv sweep needs uv: pip install uv (or `make install`)") from None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def prepare(vs: VersionSet, python: str = "3.11") -> VersionSet:
+    """Resolve (lock) and build the environment, or reuse the cached one with the same lock."""
+    t0 = time.perf_counter()
+    uv = _uv()
+    tmp = cache_root() / "locks"
+    tmp.mkdir(parents=True, exist_ok=True)
+    req = tmp / f"{hashlib.sha256(vs.label.encode() + repr(vs.requirements).encode()).hexdigest()[:12]}.in"
+    req.write_text("\n".join(vs.requirements) + "\n")
+    lock = req.with_suffix(".txt")
+    r = subprocess.run([*uv, "pip", "compile", str(req), "--python-version", python, "--no-header", "--quiet", "-o", str(lock)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        vs.status, vs.reason = "unresolvable", _last_line(r.stderr or r.stdout)
+        vs.setup_s = time.perf_counter() - t0
+        return vs
+    vs.lock = lock.read_text()
+    key = hashlib.sha256(vs.lock.encode()).hexdigest()[:16]
+    env = cache_root() / key
+    vs.env_dir = env
+    ready = env / ".gpuenv-ready"
+    if ready.exists():
+        vs.reused = True
+    else:
+        shutil.rmtree(env, ignore_errors=True)
+        steps = [
+            [*uv, "venv", "--quiet", "--python", python, str(env)],
+            [*uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), "-r", str(lock)],
+            [*uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), "--no-deps", "-e", str(ROOT)],
+        ]
+        for cmd in steps:
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                vs.status, vs.reason = "install failed", _last_line(r.stderr or r.stdout)
+                vs.setup_s = time.perf_counter() - t0
+                shutil.rmtree(env, ignore_errors=True)
+                return vs
+        (env / "gpuenv-lock.txt").write_text(vs.lock)
+        ready.write_text(vs.label + "\n")
+    vs.versions = {m.group(1).lower(): m.group(2) for m in re.finditer(r"^([A-Za-z0-9_.\-]+)==(\S+)", vs.lock, re.M)}
+    vs.status = "ready"
+    vs.setup_s = time.perf_counter() - t0
+    return vs
+
+
+def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> VersionSet:
+    """The suite in the version set's environment; records land in out/<sweep id>/<label>/<run id>/."""
+    vs.run_dir = out / sweep_id / vs.label.replace("==", "-")
+    package = vs.label.split("==")[0]
+    tags = {
+        "sweep": sweep_id,
+        "version_set": vs.label,
+        "requirements": vs.requirements,
+        "swept": {package: vs.versions.get(package)},
+        "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(),
+    }
+    r = subprocess.run(
+        [str(vs.env_dir / "bin" / "python"), "-m", "gpuenv", "bench", *bench_args, "--out", str(vs.run_dir)],
+        env={**os.environ, TAGS_ENV: json.dumps(tags)},
+        cwd=ROOT,
+    )
+    # 0: all cases ok; 1: some case failed (its record says why); anything else: the bench did not run.
+    if r.returncode in (0, 1):
+        vs.status = "ran" if r.returncode == 0 else "ran (some cases failed)"
+    else:
+        vs.status, vs.reason = "failed", f"gpuenv bench exited {r.returncode} in this environment"
+    return vs
+
+
+def collect(sets: list[VersionSet]) -> dict[str, list[tuple[str, dict]]]:
+    """case key -> [(version set label, record)] in sweep order (ok records only)."""
+    from gpuenv.results.store import load_dir
+
+    out: dict[str, list[tuple[str, dict]]] = {}
+    for vs in sets:
+        if not vs.run_dir or not vs.run_dir.exists():
+            continue
+        records, _ = load_dir(vs.run_dir)
+        for r in sorted(records, key=lambda r: r["case_key"]):
+            if r["status"] == "ok":
+                out.setdefault(r["case_key"], []).append((vs.label, r))
+    return out
+
+
+def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, pts in sorted(series.items()):
+        xs = [labels.index(lbl) for lbl, _ in pts]
+        s = [r["summary"]["env_steps_per_s"] for _, r in pts if "env_steps_per_s" in r["summary"]]
+        if len(s) != len(xs):
+            continue
+        ax.errorbar(xs, [v["median"] for v in s], yerr=[[v["median"] - v["ci_low"] for v in s], [v["ci_high"] - v["median"] for v in s]],
+                    marker="o", capsize=3, label=key)
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("env steps/s (median, 95% interval)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
