@@ -8,11 +8,14 @@ FROM base
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
+# `make image-brax BRAX_VERSION=...` (etc.) builds from a version lock instead, and tags its records.
+ARG LOCK=docker/locks/brax.txt
+ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
       org.gpuenv.backend="brax"
 
 # Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
-COPY docker/locks/brax.txt /opt/gpuenv/lock.txt
+COPY ${LOCK} /opt/gpuenv/lock.txt
 RUN pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: \
       --extra-index-url https://download.pytorch.org/whl/cpu -r /opt/gpuenv/lock.txt
 
@@ -29,7 +32,8 @@ ENV NVIDIA_VISIBLE_DEVICES=all \
     GPUENV_MIN_DRIVER=${MIN_DRIVER} \
     GPUENV_REQUIRE_GPU=1 \
     GPUENV_IMAGE=brax \
-    GPUENV_GIT_SHA=${GIT_SHA}
+    GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_VERSION_SET=${VERSION_SET}
 
 USER 1000:1000
 WORKDIR /home/gpuenv

@@ -63,7 +63,11 @@ def test_images_install_only_from_their_hash_locked_file_and_run_gpuenv_as_non_r
     for r in pip:
         assert "--require-hashes" in r and f"-r /opt/gpuenv/lock.txt" in r, r
     copies = [i["value"] for i in d.structure if i["instruction"] == "COPY"]
-    assert f"docker/locks/{backend}.txt /opt/gpuenv/lock.txt" in copies
+    lock_arg = next((i["value"] for i in d.structure if i["instruction"] == "ARG" and i["value"].startswith("LOCK=")), None)
+    if lock_arg:  # the default lock, replaceable by a version lock (make image-<b> <PKG>_VERSION=...)
+        assert lock_arg == f"LOCK=docker/locks/{backend}.txt" and "${LOCK} /opt/gpuenv/lock.txt" in copies
+    else:
+        assert f"docker/locks/{backend}.txt /opt/gpuenv/lock.txt" in copies
     entry = [i["value"] for i in d.structure if i["instruction"] == "ENTRYPOINT"]
     assert entry and json.loads(entry[-1]) == ["gpuenv"]
     users = [i["value"] for i in d.structure if i["instruction"] == "USER"]
@@ -221,3 +225,16 @@ def test_image_builds_where_an_engine_is_present(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     out = subprocess.run([docker, "run", "--rm", "gpuenv/gymnasium:latest", "list", "backends"], capture_output=True, text=True)
     assert out.returncode == 0 and "gymnasium" in out.stdout
+
+
+def test_image_with_pinned_library_version_gets_its_own_lock_and_tag(cli):
+    r = cli("images", "--build", "brax", "--pin", "brax==0.13.0", "--dry-run", timeout=300)
+    assert r.returncode == 0, r.stderr
+    lock = ROOT / "docker" / "locks" / "versions" / "brax@brax-0.13.0.txt"
+    text = lock.read_text()
+    assert "pinned brax==0.13.0" in text.splitlines()[0]
+    assert re.search(r"^brax==0\.13\.0 \\\n\s+--hash=sha256:", text, re.M)
+    assert "brax.args.LOCK=docker/locks/versions/brax@brax-0.13.0.txt" in r.stdout
+    assert "brax.args.VERSION_SET=brax==0.13.0" in r.stdout and "brax.tags=gpuenv/brax:brax-0.13.0" in r.stdout
+    bad = cli("images", "--build", "brax", "--pin", "brax>=0.13")
+    assert bad.returncode == 2 and "write PACKAGE==VERSION" in bad.stderr

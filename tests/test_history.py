@@ -219,3 +219,21 @@ def test_pytest_benchmark_over_the_synchronised_unit_and_its_export(cli, tmp_pat
     assert row["value"] == pytest.approx(b["extra_info"]["env_steps_per_s"], rel=1e-3)
     bad = cli("export-gab", str(tmp_path / "nosuch.json"), str(gab))
     assert bad.returncode == 2 and "not a pytest-benchmark JSON file" in bad.stderr
+
+
+def test_asv_over_library_releases_uses_a_release_timeline(cli, tmp_path):
+    pytest.importorskip("asv", reason="asv not installed (pip install 'gpuenv[history]')")
+    hist = history(tmp_path, drop_at=3, n=6)  # envpool 0.8.4 for three runs, then 1.2.5
+    results = tmp_path / "asv" / "results"
+    r = cli("asv-import", str(hist), "--results-dir", str(results), "--by-version", "envpool")
+    assert r.returncode == 0, r.stderr
+    timeline = tmp_path / "asv" / "timeline-envpool"
+    tags = subprocess.run(["git", "-C", str(timeline), "tag"], capture_output=True, text=True).stdout.split()
+    assert tags == ["envpool-0.8.4", "envpool-1.2.5"]
+    conf = tmp_path / "asv" / "asv-envpool.conf.json"
+    pub = subprocess.run([str(Path(__import__("sys").executable).parent / "asv"), "publish", "--config", str(conf)],
+                         capture_output=True, text=True, timeout=300)
+    assert pub.returncode == 0, pub.stdout + pub.stderr
+    (graph,) = (tmp_path / "asv" / "html-envpool" / "graphs" / "summary").glob("*halfcheetah*.json")
+    points = json.loads(graph.read_text())
+    assert len(points) == 2  # one point per envpool release, in release order

@@ -365,10 +365,36 @@ def doctor(
 def images(
     bake: Annotated[bool, typer.Option("--bake", help="print the docker buildx bake file (JSON) and exit")] = False,
     locks: Annotated[bool, typer.Option("--locks", help="regenerate docker/locks/*.txt with uv")] = False,
+    build: Annotated[str | None, typer.Option("--build", help="build this image (docker buildx bake)")] = None,
+    pin: Annotated[list[str] | None, typer.Option("--pin", help="with --build: library version, e.g. brax==0.13.0")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="with --build: write the lock, print the command")] = False,
 ) -> None:
     """The per-backend Docker images: base image, CUDA, pinned versions, minimum driver."""
     from gpuenv.images import IMAGES, base_of, bake_text, locked_versions, write_locks
 
+    if build:
+        import re
+        import subprocess
+
+        from gpuenv.images import DOCKER, ROOT, docker_status, get_image, version_build_command
+
+        img = get_image(build)
+        for p in pin or []:
+            if not re.match(r"^[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+$", p):
+                raise UserError(f"--pin {p!r}: write PACKAGE==VERSION, e.g. brax==0.13.0")
+        if pin:
+            (lock,) = write_locks([img.backend], pin)
+            console.print(f"wrote {lock}")
+            cmd = version_build_command(img, pin)
+        else:
+            cmd = ["docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), img.backend]
+        console.print(" ".join(cmd), highlight=False, markup=False)
+        if dry_run:
+            return
+        why = docker_status(gpu=False)
+        if why:
+            raise UserError(f"cannot build gpuenv/{img.backend} here: {why}")
+        raise typer.Exit(subprocess.call(cmd, cwd=ROOT))
     if bake:
         print(bake_text(), end="")
         return
@@ -511,6 +537,7 @@ def report(
 def asv_import(
     paths: Annotated[list[Path], typer.Argument(help="record files or result directories")],
     results_dir: Annotated[Path, typer.Option("--results-dir", help="asv results_dir")] = Path("results/asv/results"),
+    by_version: Annotated[str | None, typer.Option("--by-version", help="library whose releases form the x axis, e.g. brax")] = None,
 ) -> None:
     """Write asv result files from gpuenv records (then `asv publish` draws the history)."""
     from gpuenv.history.asv_import import import_records
@@ -519,12 +546,23 @@ def asv_import(
     records, problems = load_records(paths, "records")
     for msg in problems:
         err_console.print(f"[yellow]skipped[/] {msg}")
-    written, skipped = import_records(records, results_dir, Path.cwd())
+    repo = Path.cwd()
+    if by_version:
+        repo = results_dir.parent / f"timeline-{by_version}"
+        conf = results_dir.parent / f"asv-{by_version}.conf.json"
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text(json.dumps({
+            "version": 1, "project": f"gpuenv over {by_version} releases", "project_url": "https://github.com/gpuenv/gpuenv",
+            "repo": str(repo.resolve()), "dvcs": "git", "branches": ["main"], "environment_type": "existing",
+            "results_dir": str(results_dir.resolve()), "html_dir": str((results_dir.parent / f"html-{by_version}").resolve()),
+        }, indent=2))
+    written, skipped = import_records(records, results_dir, repo, by_version)
     for msg in skipped:
         err_console.print(f"[yellow]not imported[/] {msg}")
     if not written:
         raise UserError("no record could be imported (each needs status ok and a commit in this repository)")
-    console.print(f"wrote {written} asv results to {results_dir}; now `asv publish` (asv.conf.json)")
+    how = f"asv publish --config {results_dir.parent / f'asv-{by_version}.conf.json'}" if by_version else "asv publish"
+    console.print(f"wrote {written} asv results to {results_dir}; now `{how}`")
 
 
 @app.command()
@@ -582,7 +620,7 @@ def sweep(
             cell = f"{s['median']:,.0f} [{s['ci_low']:,.0f}-{s['ci_high']:,.0f}]" if s else "ok"
             if prev is not None:
                 c = compare_case(prev, r, 0.10)
-                mark = {"faster": "[green]faster[/]", "slower": "[red]slower[/]"}.get(c.verdict, "same")
+                mark = {"faster": "[green]faster[/]", "slower": "[red]slower[/]"}.get(c.verdict, "no detectable change")
                 cell += f"\n{mark} {100 * c.change_pct:+.0f}%"
             cells.append(cell)
             prev = r

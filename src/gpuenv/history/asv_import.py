@@ -51,9 +51,54 @@ def commit_date_ms(repo: Path, sha: str) -> int | None:
     return int(r.stdout.strip()) * 1000 if r.returncode == 0 and r.stdout.strip() else None
 
 
-def import_records(records: list[dict], results_dir: Path, repo: Path) -> tuple[int, list[str]]:
+def _version_key(v: str):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(v))
+    except InvalidVersion:
+        return (1, v)
+
+
+def release_timeline(records: list[dict], library: str, where: Path) -> dict[str, str]:
+    """A git repository with one commit per release of `library` seen in the records (tagged
+    `<library>-<version>`, in version order), so asv draws history against library versions. Returns
+    {version: commit sha}. The records' `where.git.sha` is replaced by the release's commit."""
+    versions = sorted({r["where"]["packages"].get(library) for r in records if r["where"]["packages"].get(library)}, key=_version_key)
+    if not versions:
+        raise UserError(f"no record says which {library} version it ran with")
+    import shutil as _shutil
+
+    _shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    git = ["git", "-C", str(where), "-c", "user.name=gpuenv", "-c", "user.email=gpuenv@localhost"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    shas = {}
+    for i, v in enumerate(versions):
+        date = f"2000-01-{i + 1:02d}T00:00:00+00:00"  # order only: asv needs dates, releases have none here
+        env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "PATH": __import__("os").environ["PATH"]}
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"{library} {v}"], check=True, env=env)
+        subprocess.run([*git, "tag", f"{library}-{v}"], check=True)
+        shas[v] = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    return shas
+
+
+def import_records(records: list[dict], results_dir: Path, repo: Path, by_version: str | None = None) -> tuple[int, list[str]]:
     """Write asv results for every ok record whose commit is in `repo`; returns (results written,
-    one message per record left out)."""
+    one message per record left out). With by_version, the records are placed on a release timeline
+    of that library instead (see release_timeline) and `repo` is that timeline."""
+    if by_version:
+        import copy
+
+        shas = release_timeline(records, by_version, repo)
+        placed = []
+        for r in records:
+            v = r["where"]["packages"].get(by_version)
+            if v in shas:
+                r = copy.deepcopy(r)
+                r["where"]["git"]["sha"] = shas[v]
+                placed.append(r)
+        records = placed
     try:
         from asv.results import Results
         from asv.runner import BenchmarkResult

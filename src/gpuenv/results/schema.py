@@ -86,6 +86,8 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
     tags = os.environ.get(TAGS_ENV)  # set by `gpuenv sweep`: which version set produced the record
     if tags:
         out["tags"] = json.loads(tags)
+    elif os.environ.get("GPUENV_VERSION_SET"):  # an image built with pinned versions
+        out["tags"] = {"version_set": os.environ["GPUENV_VERSION_SET"], "image": os.environ.get("GPUENV_IMAGE")}
     return out
 
 
