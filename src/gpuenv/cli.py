@@ -612,8 +612,10 @@ def sweep(
         prev = None
         for lbl in labels:
             r = by.get(lbl)
-            if r is None:
-                cells.append("-")
+            if r is None or r["status"] != "ok":
+                why = r["failure"]["reason"] if r else "not run"
+                short = "unsupported" if "does not substitute" in why or "older than the adapter" in why else why[:28]
+                cells.append(f"[red]{short}[/]" if r else "-")
                 prev = None
                 continue
             s = r["summary"]["env_steps_per_s"] if "env_steps_per_s" in r["summary"] else None

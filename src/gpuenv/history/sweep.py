@@ -159,7 +159,8 @@ def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> Vers
 
 
 def collect(sets: list[VersionSet]) -> dict[str, list[tuple[str, dict]]]:
-    """case key -> [(version set label, record)] in sweep order (ok records only)."""
+    """case key -> [(version set label, record)] in sweep order (failed records too: a version that
+    cannot run a case says why)."""
     from gpuenv.results.store import load_dir
 
     out: dict[str, list[tuple[str, dict]]] = {}
@@ -168,8 +169,7 @@ def collect(sets: list[VersionSet]) -> dict[str, list[tuple[str, dict]]]:
             continue
         records, _ = load_dir(vs.run_dir)
         for r in sorted(records, key=lambda r: r["case_key"]):
-            if r["status"] == "ok":
-                out.setdefault(r["case_key"], []).append((vs.label, r))
+            out.setdefault(r["case_key"], []).append((vs.label, r))
     return out
 
 
@@ -181,6 +181,7 @@ def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Pat
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key, pts in sorted(series.items()):
+        pts = [(lbl, r) for lbl, r in pts if r["status"] == "ok"]
         xs = [labels.index(lbl) for lbl, _ in pts]
         s = [r["summary"]["env_steps_per_s"] for _, r in pts if "env_steps_per_s" in r["summary"]]
         if len(s) != len(xs):
