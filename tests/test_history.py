@@ -237,3 +237,19 @@ def test_asv_over_library_releases_uses_a_release_timeline(cli, tmp_path):
     (graph,) = (tmp_path / "asv" / "html-envpool" / "graphs" / "summary").glob("*halfcheetah*.json")
     points = json.loads(graph.read_text())
     assert len(points) == 2  # one point per envpool release, in release order
+
+
+def test_regressions_over_library_versions(cli, tmp_path):
+    hist = history(tmp_path, drop_at=12)  # envpool 0.8.4 then 1.2.5, with the drop at the switch
+    r = cli("regressions", str(hist), "--by-version", "envpool")
+    assert r.returncode == 0, r.stderr
+    assert "1 change point(s)" in r.stdout and "envpool 0.8.4->1.2.5" in r.stdout
+
+
+def test_compare_two_real_runs_of_this_machine(cli):
+    runs = sorted((ROOT / "results" / "published" / "sweeps").glob("*/brax-0.14.2"))
+    if len(runs) < 2:
+        pytest.skip("needs the two published brax sweeps")
+    r = cli("compare", str(runs[0]), str(runs[1]), "--threshold", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert "brax-generalized-halfcheetah-n64" in r.stdout and "1 cases:" in r.stdout

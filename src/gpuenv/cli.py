@@ -493,6 +493,7 @@ def compare(
 def regressions(
     paths: Annotated[list[Path] | None, typer.Argument(help="result directories (default: results/)")] = None,
     min_change: Annotated[float, typer.Option("--min-change", help="smallest relative change reported")] = 0.05,
+    by_version: Annotated[str | None, typer.Option("--by-version", help="order each history by this library's version, e.g. brax")] = None,
 ) -> None:
     """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
     from gpuenv.history.changepoints import detect
@@ -506,7 +507,7 @@ def regressions(
     for col in ("case", "at run", "before", "after", "change", "kind", "what changed"):
         t.add_column(col)
     found = 0
-    series = series_by_case(records)
+    series = series_by_case(records, by_version)
     for key, points in sorted(series.items()):
         for cp in detect([v for v, _ in points], min_change=min_change):
             found += 1

@@ -6,11 +6,21 @@ from gpuenv.history.changepoints import ChangePoint
 from gpuenv.results.schema import THROUGHPUT
 
 
-def series_by_case(records: list[dict]) -> dict[str, list[tuple[float, dict]]]:
-    """(mode:case key) -> [(value, record)] in time order. Throughput: median steps/s; time-to-reward:
-    1 / IQM seconds (so that for both, lower is worse)."""
+def series_by_case(records: list[dict], by_version: str | None = None) -> dict[str, list[tuple[float, dict]]]:
+    """(mode:case key) -> [(value, record)] in time order, or in release order of `by_version`'s
+    version (then time within a version). Throughput: median steps/s; time-to-reward: 1 / IQM seconds
+    (so that for both, lower is worse)."""
+    from gpuenv.history.asv_import import _version_key
+
+    def order(r: dict):
+        if by_version:
+            return (_version_key(r["where"]["packages"].get(by_version) or "0"), r["created_utc"])
+        return r["created_utc"]
+
     out: dict[str, list[tuple[float, dict]]] = {}
-    for r in sorted(records, key=lambda r: r["created_utc"]):
+    for r in sorted(records, key=order):
+        if by_version and not r["where"]["packages"].get(by_version):
+            continue
         if r["status"] != "ok":
             continue
         if r["measurement_mode"] == THROUGHPUT:
