@@ -84,7 +84,7 @@ processes = 3
 values = 2
 min_time_s = 0.01
 chunk_steps = 5
-timeout_s = 120
+timeout_s = 900
 [[matrix]]
 backends = ["fake:ok"]
 tasks = ["cartpole"]
@@ -107,11 +107,14 @@ num_envs = [1]
         stderr=log_err,
         text=True,
     )
-    deadline = time.time() + 120
+    # Generous deadlines: on a loaded 2-core machine six worker starts can take minutes. The hang
+    # case's own timeout (900 s) is longer still, so the signal always lands while it hangs.
+    deadline = time.time() + 600
     while time.time() < deadline and len(list(out.rglob("*.json"))) < 2:
         time.sleep(0.2)
     while time.time() < deadline and not pidfile.exists():  # the hang case is now running
         time.sleep(0.1)
+    assert pidfile.exists(), "the hang case never started"
     proc.send_signal(sig)
     proc.wait(timeout=120)
     log_out.close()

@@ -140,19 +140,30 @@ def history_series(records: list[dict], key: str) -> dict[str, list[tuple[str, f
     return {k: v for k, v in out.items() if len({x for x, _, _ in v}) > 1}
 
 
-def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, path: Path) -> None:
+def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, path: Path, by_version: bool = False) -> None:
+    """One panel per x axis: commits share one; with by_version, each library gets its own panel
+    with its releases in release order."""
+    from gpuenv.history.asv_import import _version_key
+
+    panels: dict[str, dict] = defaultdict(dict)
+    for key, pts in series.items():
+        panels[pts[0][0].rsplit(" ", 1)[0] if by_version else "commits"][key] = pts
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for key, pts in sorted(series.items()):
-        xs = list(dict.fromkeys(x for x, _, _ in pts))
-        ys = [[v for x2, v, _ in pts if x2 == x] for x in xs]
-        ax.plot(range(len(xs)), [sum(y) / len(y) for y in ys], marker="o", label=key)
-        ax.set_xticks(range(len(xs)), xs, rotation=30, ha="right", fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("env steps/s (median)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 3.6 * len(panels)), squeeze=False)
+    for ax, (panel, group) in zip(axes[:, 0], sorted(panels.items())):
+        xs = list(dict.fromkeys(x for pts in group.values() for x, _, _ in pts))  # commits: time order
+        if by_version:
+            xs.sort(key=lambda x: _version_key(x.rsplit(" ", 1)[-1]))
+        for key, pts in sorted(group.items()):
+            at = sorted({xs.index(x) for x, _, _ in pts})
+            ys = [[v for x, v, _ in pts if xs.index(x) == i] for i in at]
+            ax.plot(at, [sum(y) / len(y) for y in ys], marker="o", label=key, color=colour(key))
+        ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("env steps/s (median)")
+        ax.set_title(f"{title}: {panel}" if by_version else title)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -247,7 +258,7 @@ def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
         parts.append(f"<h2 id='history-{key}'>{title}</h2>")
         if series:
             name = f"history-{key}.png"
-            history_plot(series, title, out / name)
+            history_plot(series, title, out / name, by_version=key == "version")
             parts.append(f"<img class='plot' src='{name}' alt='{title}'>")
         else:
             parts.append("<p class='note'>Not enough history yet: a case needs records from two different "
