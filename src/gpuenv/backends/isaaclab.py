@@ -6,14 +6,13 @@ no machine available to this project has Isaac Sim and an RTX GPU. Its tests ski
 absent, and its records say which Isaac Lab and Isaac Sim versions produced them.
 
 Isaac Sim's app must be launched before any other isaaclab / omni / pxr module is imported, so this
-module imports only the launcher; the rest is imported after the launch, inside open(). Startup is
-recorded in three phases: app launch, imports, scene build (gym.make + reset).
+module imports nothing from Isaac Lab at top level. Startup comes in three stages, which the harness
+times (an adapter never reads a clock): app launch, imports, scene build (gym.make + reset).
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
 from gpuenv.tasks import NativeTask
@@ -23,59 +22,28 @@ DEVICE_ENV = "GPUENV_ISAACLAB_DEVICE"  # default cuda:0
 
 
 class IsaacLabStepper:
-    def __init__(self, case: Case, native: NativeTask) -> None:
-        device = os.environ.get(DEVICE_ENV, "cuda:0")
-        phases: dict[str, float] = {}
-
-        t = time.perf_counter()
-        from isaaclab.app import AppLauncher
-
-        self.app = AppLauncher(headless=True, device=device).app
-        phases["app_launch"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        import gymnasium as gym
-        import isaaclab
-        import isaaclab_tasks  # noqa: F401 - registers the Isaac-* gym ids
-        import torch
-        from isaaclab_tasks.utils import parse_env_cfg
-
-        phases["imports"] = time.perf_counter() - t
-        self.torch = torch
-
-        t = time.perf_counter()
-        cfg = parse_env_cfg(native.env_id, device=device, num_envs=case.num_envs)
-        cfg.seed = case.seed
-        self.env = gym.make(native.env_id, cfg=cfg)
-        obs, _ = self.env.reset(seed=case.seed)
-        torch.cuda.synchronize()
-        phases["scene_build"] = time.perf_counter() - t
-
-        u = self.env.unwrapped
+    def __init__(self, app, env, cfg, obs, case: Case, native: NativeTask, modules: dict) -> None:
+        self.app, self.env = app, env
+        torch = self.torch = modules["torch"]
+        u = env.unwrapped
         self.device = u.device
         act_dim = int(u.single_action_space.shape[0])
         policy_obs = obs["policy"] if isinstance(obs, dict) else obs
         self._actions = None
         self._i = 0
         self.chunk_steps = case.chunk_steps
-        try:
-            import isaacsim
-
-            isaacsim_version = getattr(isaacsim, "__version__", "unknown")
-        except ImportError:
-            isaacsim_version = "not importable"
+        on_gpu = str(self.device).startswith("cuda")
         self.facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=tuple(int(x) for x in policy_obs.shape[1:]),
             # Isaac Lab's action spaces are unbounded boxes; its tasks scale actions in [-1, 1].
             action_space=ActionSpace("box", low=(-1.0,) * act_dim, high=(1.0,) * act_dim),
             reset_mode=RESET_MODE,
-            device=f"gpu:{torch.cuda.get_device_name(0)}" if str(self.device).startswith("cuda") else str(self.device),
+            device=f"gpu:{torch.cuda.get_device_name(0)}" if on_gpu else str(self.device),
             details={
-                "startup_phases_s": phases,
-                "isaaclab": getattr(isaaclab, "__version__", "unknown"),
-                "isaacsim": isaacsim_version,
-                "physics": "PhysX (GPU pipeline)" if str(self.device).startswith("cuda") else "PhysX (CPU)",
+                "isaaclab": getattr(modules["isaaclab"], "__version__", "unknown"),
+                "isaacsim": modules["isaacsim_version"],
+                "physics": "PhysX (GPU pipeline)" if on_gpu else "PhysX (CPU)",
                 "sim_dt_s": float(cfg.sim.dt),
                 "decimation": int(cfg.decimation),
                 "control_dt_s": float(cfg.sim.dt) * int(cfg.decimation),
@@ -103,5 +71,45 @@ class IsaacLabStepper:
         self.app.close()
 
 
+def open_stages(case: Case, native: NativeTask):
+    """[(stage name, callable)]: the harness calls them in order and times each; the last returns
+    the stepper."""
+    device = os.environ.get(DEVICE_ENV, "cuda:0")
+    state: dict = {}
+
+    def app_launch():
+        from isaaclab.app import AppLauncher
+
+        state["app"] = AppLauncher(headless=True, device=device).app
+
+    def imports():
+        import gymnasium
+        import isaaclab
+        import isaaclab_tasks  # noqa: F401 - registers the Isaac-* gym ids
+        import torch
+        from isaaclab_tasks.utils import parse_env_cfg
+
+        try:
+            import isaacsim
+
+            version = getattr(isaacsim, "__version__", "unknown")
+        except ImportError:
+            version = "not importable"
+        state.update(gym=gymnasium, parse_env_cfg=parse_env_cfg, modules={"torch": torch, "isaaclab": isaaclab, "isaacsim_version": version})
+
+    def scene_build():
+        cfg = state["parse_env_cfg"](native.env_id, device=device, num_envs=case.num_envs)
+        cfg.seed = case.seed
+        env = state["gym"].make(native.env_id, cfg=cfg)
+        obs, _ = env.reset(seed=case.seed)
+        state["modules"]["torch"].cuda.synchronize()
+        return IsaacLabStepper(state["app"], env, cfg, obs, case, native, state["modules"])
+
+    return [("app_launch", app_launch), ("imports", imports), ("scene_build", scene_build)]
+
+
 def open(case: Case, native: NativeTask) -> IsaacLabStepper:  # noqa: A001 - the adapter contract
-    return IsaacLabStepper(case, native)
+    stepper = None
+    for _, stage in open_stages(case, native):
+        stepper = stage()
+    return stepper

@@ -34,9 +34,18 @@ def measure_case(spec: dict, clock=time.perf_counter) -> dict:
     adapter = info.load()
     import_s = clock() - t0
 
-    t0 = clock()
-    stepper = adapter.open(case, native)
-    build_s = clock() - t0
+    stages: dict[str, float] = {}
+    if hasattr(adapter, "open_stages"):  # an adapter whose startup has named stages (Isaac Lab)
+        stepper = None
+        for name, stage in adapter.open_stages(case, native):
+            t0 = clock()
+            stepper = stage() or stepper
+            stages[name] = clock() - t0
+        build_s = sum(stages.values())
+    else:
+        t0 = clock()
+        stepper = adapter.open(case, native)
+        build_s = clock() - t0
     # No close(): the worker exits right after writing its result, and the orchestrator kills the
     # worker's process group (SubprocVecEnv children included). Closing 64 env processes one by one
     # would cost seconds per worker that nobody measures.
@@ -64,7 +73,7 @@ def measure_case(spec: dict, clock=time.perf_counter) -> dict:
             "details": facts.details,
         },
         "startup_s": import_s + build_s,
-        "phases_s": {"import": import_s, "build_and_reset": build_s, "compile": m.compile_s},
+        "phases_s": {"import": import_s, "build_and_reset": build_s, "compile": m.compile_s, **stages},
         "compile_cache": cache,
         "loops": m.loops,
         "steps_per_value": m.steps_per_value,
