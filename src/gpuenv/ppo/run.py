@@ -14,8 +14,7 @@ from gpuenv.measure.system import provenance
 from gpuenv.ppo.suite import TRAINERS, PpoCase, RunSpec
 from gpuenv.ppo.train import write_tb_path
 from gpuenv.results import schema
-from gpuenv.results.store import write_record
-from gpuenv.run.orchestrator import Event, run_process
+from gpuenv.run.orchestrator import Event, finish_case, run_process
 from gpuenv.tasks import get_task
 
 MEASUREMENT_MODE = schema.TIME_TO_REWARD
@@ -133,9 +132,5 @@ def run_ppo_plan(
             record = build_record(case, runs, run_spec, **kw)
         except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the runs
             record = build_record(case, runs, run_spec, **kw, broken=f"gpuenv could not summarise this case: {e!r}")
-        path = write_record(out_dir, record)
-        written.append((record, path))
-        on_event("case_done", {"index": i, "record": record, "path": path})
-        if interrupted:
-            raise KeyboardInterrupt
+        finish_case(record, out_dir=out_dir, index=i, written=written, on_event=on_event, interrupted=interrupted)
     return written

@@ -230,9 +230,14 @@ def run_plan(
         except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
             outcomes.append(ProcessOutcome(len(outcomes), None, f"gpuenv could not summarise this case: {e!r}"))
             record = build_record(planned, outcomes, suite=suite, run_id=run_id, where=where, interrupted=interrupted)
-        path = write_record(out_dir, record)
-        written.append((record, path))
-        on_event("case_done", {"index": i, "record": record, "path": path})
-        if interrupted:
-            raise KeyboardInterrupt
+        finish_case(record, out_dir=out_dir, index=i, written=written, on_event=on_event, interrupted=interrupted)
     return written
+
+
+def finish_case(record: dict, *, out_dir: Path, index: int, written: list, on_event: Event, interrupted: bool) -> None:
+    """Write a case's record, report it, and carry on the user's Ctrl-C once the record is safe."""
+    path = write_record(out_dir, record)
+    written.append((record, path))
+    on_event("case_done", {"index": index, "record": record, "path": path})
+    if interrupted:
+        raise KeyboardInterrupt
