@@ -168,11 +168,15 @@ def _run_and_report(name, keys, unavailable, skipped, run, line, out: Path, seed
                     progress.console.print(f"{head}: {line(r)}", highlight=False)
                 progress.advance(bar)
 
-        # SIGTERM / SIGHUP (a CI timeout, a closed terminal) take the Ctrl-C path: workers run in
-        # their own sessions and would not get the signal, so the orchestrator must kill them.
-        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        # Ctrl-C, SIGTERM and SIGHUP (a CI timeout, a closed terminal) take one path: workers run in
+        # their own sessions and would not get the signal, so the handler kills the running worker and
+        # the run stops after writing the interrupted case (see run.orchestrator.Interrupt).
+        from gpuenv.run.orchestrator import INTERRUPT
+
+        previous = {sig: signal.signal(sig, INTERRUPT.handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             run(run_dir, run_id, on_event)
+            INTERRUPT.check()  # a signal after the last worker finished
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -197,10 +201,6 @@ def _run_and_report(name, keys, unavailable, skipped, run, line, out: Path, seed
     if missed:
         err_console.print(f"{len(missed)} case(s) missed their pass criterion (too few seeds reached the threshold)")
         raise typer.Exit(EXIT_CASE_FAILED)
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 @app.command("list")

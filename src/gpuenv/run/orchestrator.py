@@ -63,11 +63,39 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+class Interrupt:
+    """Ctrl-C, SIGTERM and SIGHUP during a run. The signal handler only records the request and kills
+    the running worker's process group; the run then stops at a point of its own choosing. (Raising
+    KeyboardInterrupt from the handler could land between a lock's acquire and its `with` block, in
+    rich's progress display say, and leave the process deadlocked on exit.)"""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.current: subprocess.Popen | None = None
+
+    def handler(self, signum, frame) -> None:
+        self.requested = True
+        proc = self.current
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+INTERRUPT = Interrupt()
+
+
 def run_process(spec: dict, index: int, timeout_s: float, workdir: Path) -> ProcessOutcome:
     spec_path = workdir / f"spec-{index}.json"
     out_path = workdir / f"out-{index}.json"
     err_path = workdir / f"stderr-{index}.txt"
     spec_path.write_text(json.dumps(spec))
+    INTERRUPT.check()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "gpuenv", "worker", str(spec_path), str(out_path)],
@@ -77,15 +105,21 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path) -> Proc
             env=worker_env(),
             start_new_session=True,  # its own process group: a kill takes its children (SubprocVecEnv) too
         )
+        INTERRUPT.current = proc
         try:
             rc = proc.wait(timeout=timeout_s)
             failure = None
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             rc, failure = None, f"timed out after {timeout_s:g} s (hung or too slow); killed"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a plain KeyboardInterrupt (no handler installed)
             _kill_group(proc)
             raise
+        finally:
+            INTERRUPT.current = None
+        if INTERRUPT.requested:  # the handler killed this worker: stop here, cleanly
+            _kill_group(proc)
+            raise KeyboardInterrupt
     tail = err_path.read_text(errors="replace")[-STDERR_TAIL:]
     result = json.loads(out_path.read_text()) if out_path.exists() else None
     if failure is None:
