@@ -10,6 +10,7 @@ and the README come from the hash-locked lock files.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -225,8 +226,6 @@ def version_build_command(image: Image, pins: list[str]) -> list[str]:
 
 def docker_status(gpu: bool) -> str | None:
     """Why this machine cannot run the image (None: it can)."""
-    from gpuenv.errors import UserError  # noqa: F401 - callers raise it
-
     docker = shutil.which("docker")
     if not docker:
         return "no docker command here"
@@ -259,8 +258,6 @@ def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
             raise UserError(f"building gpuenv/{image.backend} failed (docker buildx bake exited {built.returncode}; its output is above)")
     results.mkdir(parents=True, exist_ok=True)
     gpu = ["--gpus", "all"] if image.cuda else []
-    import os
-
     return [
         "docker", "run", "--rm", *gpu, "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/home/gpuenv",
         "-v", f"{results}:/home/gpuenv/results", f"{image.tag}:latest", "bench", "--suite", suite, "--out", "results/local",
