@@ -18,8 +18,7 @@ from pathlib import Path
 from gpuenv.backends.base import Case, action_pool
 from gpuenv.measure.system import provenance
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
-from gpuenv.registry import DEFAULT_REGISTRY
-from gpuenv.tasks import get_task
+from gpuenv.registry import default_registry
 
 
 def hand_loop_envpool(env, pool, steps: int) -> float:
@@ -37,7 +36,7 @@ def make_hand_brax(case: Case, stepper):
     from brax import envs
     from brax.envs.wrappers import training
 
-    native = get_task(case.task).native("brax")
+    native = default_registry().native(case.task, "brax")
     env = training.wrap(envs.get_environment(native.env_id, backend=case.variant), episode_length=native.episode_steps)
     actions = stepper._actions
 
@@ -76,9 +75,9 @@ def main() -> None:
     settings = MeasureSettings(min_time_s=args.min_time, values=3, warmups=1)
     report = {"where": provenance(), "task": args.task, "num_envs": args.num_envs, "backends": {}}
     for name in args.backend or ["envpool", "brax"]:
-        info = DEFAULT_REGISTRY.get(name)
+        info = default_registry().get(name)
         case = Case(name, info.variants[0], args.task, args.num_envs, chunk_steps=50)
-        stepper = info.load().open(case, get_task(args.task).native(name))
+        stepper = info.load().open(case, default_registry().native(args.task, name))
         pool = action_pool(stepper.facts.action_space, case.num_envs, case.action_pool_steps, case.seed)
         stepper.load_actions(pool)
         harness, hand = [], []

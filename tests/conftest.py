@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = ROOT / "tests" / "plugins"
+
+# The test-only backend is a plug-in registered here, never in gpuenv's own tables: this process and
+# every worker process it starts (they inherit the environment) find it by name.
+os.environ["GPUENV_PLUGINS"] = ",".join(filter(None, [os.environ.get("GPUENV_PLUGINS", ""), "gpuenv_fake"]))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH", "")]))
+sys.path.insert(0, str(PLUGINS))
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None):

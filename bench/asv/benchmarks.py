@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 from gpuenv.backends.base import Case
-from gpuenv.registry import DEFAULT_REGISTRY
-from gpuenv.run.orchestrator import run_process
-from gpuenv.tasks import TASKS
+from gpuenv.registry import default_registry
+from gpuenv.modes import known_modes
+from gpuenv.run.runner import run_process
 
 
 class EnvStepThroughput:
@@ -25,16 +25,16 @@ class EnvStepThroughput:
     unit = "seconds per million env steps"
 
     def setup(self, backend, task, num_envs):
-        info, variant = DEFAULT_REGISTRY.parse(backend)
-        if info.unavailable_reason() or not TASKS[task].runnable_on(info.name):
+        info, variant = default_registry().parse(backend)
+        if info.unavailable_reason() or default_registry().why_not(task, info.name):
             raise NotImplementedError(f"{backend} / {task} cannot run here")
         self.case = Case(info.name, variant, task, num_envs, chunk_steps=10)
 
     def track_seconds_per_million_env_steps(self, backend, task, num_envs):
-        spec = {"case": self.case.to_dict(), "settings": {"min_time_s": 0.2, "values": 3, "warmups": 1}}
+        spec = {"mode": known_modes()[0], "case": self.case.to_dict(), "settings": {"min_time_s": 0.2, "values": 3, "warmups": 1}}
         with tempfile.TemporaryDirectory() as tmp:
             o = run_process(spec, 0, self.timeout, Path(tmp))
         if o.failure:
-            raise RuntimeError(o.failure)
+            raise RuntimeError(o.failure["reason"])
         values = sorted(o.result["env_steps_per_s"])
         return 1e6 / values[len(values) // 2]

@@ -14,8 +14,7 @@ import pytest
 
 from gpuenv.backends.base import Case, action_pool
 from gpuenv.measure.timing import run_unit
-from gpuenv.registry import DEFAULT_REGISTRY
-from gpuenv.tasks import get_task
+from gpuenv.registry import default_registry
 
 CASES = [
     ("gymnasium", "dummy", "cartpole", 8),
@@ -29,12 +28,12 @@ CHUNK, LOOPS, ROUNDS = 10, 5, 5
 
 @pytest.mark.parametrize(("backend", "variant", "task", "num_envs"), CASES, ids=lambda v: str(v))
 def test_env_steps(benchmark, backend, variant, task, num_envs):
-    info = DEFAULT_REGISTRY.get(backend)
+    info = default_registry().get(backend)
     reason = info.unavailable_reason()
     if reason:
         pytest.skip(reason)
     case = Case(backend, variant, task, num_envs, chunk_steps=CHUNK)
-    stepper = info.load().open(case, get_task(task).native(backend))
+    stepper = info.load().open(case, default_registry().native(task, backend))
     stepper.load_actions(action_pool(stepper.facts.action_space, num_envs, case.action_pool_steps, case.seed))
     run_unit(stepper, 1)  # compile and first touch: not part of any round
     steps = LOOPS * CHUNK * num_envs

@@ -9,16 +9,18 @@ import json
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpuenv.errors import UserError
-from gpuenv.registry import DEFAULT_REGISTRY
+from gpuenv.registry import default_registry
 
 app = typer.Typer(
     add_completion=False,
@@ -49,96 +51,38 @@ def bench(
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
     from gpuenv.doctor import failures, in_gpu_image, run_checks
-    from gpuenv.ppo.suite import PpoSuite
+    from gpuenv.report.table import footnotes, tables
+    from gpuenv.results.store import new_run_id, prepare_dir
+    from gpuenv.run.runner import INTERRUPT, run_plan
     from gpuenv.suites import load_any
 
     if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
         bad = failures(run_checks(), cpu_ok=os.environ.get("GPUENV_CPU_OK") == "1")
         if bad:
             raise UserError(f"{bad[0].message} (`gpuenv doctor` shows every check; GPUENV_CPU_OK=1 runs on CPU)")
-    registry = DEFAULT_REGISTRY
+    registry = default_registry()
     for selector in backend or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason()
         if reason:
             raise UserError(reason)
-    s = load_any(suite, registry, seeds=seeds)
-    if isinstance(s, PpoSuite):
-        if num_envs:
-            raise UserError("--num-envs does not apply to time-to-reward suites (each case sets its own num_envs)")
-        _bench_ppo(s, backend, task, out)
-    else:
-        _bench_throughput(s, backend, task, num_envs, out)
-
-
-def _available(items, backend_of) -> tuple[list, dict[str, str]]:
-    """Split planned items into those whose backend is installed and {backend: why not} for the rest."""
-    keep, unavailable = [], {}
-    for item in items:
-        info = DEFAULT_REGISTRY.get(backend_of(item))
-        reason = info.unavailable_reason()
+    mode, s = load_any(suite, registry, seeds=seeds)
+    plan = mode.plan(s, registry, backends=backend, tasks=task, num_envs=num_envs)
+    items, unavailable = [], {}
+    for item in plan.items:  # what this machine cannot run is said once, not recorded as failures
+        info = registry.get(item.backend)
+        reason = info.unavailable_reason() or mode.unavailable(item, registry)
         if reason is None:
-            keep.append(item)
+            items.append(item)
         else:
-            unavailable[info.name] = reason
-    return keep, unavailable
-
-
-def _bench_throughput(s, backend, task, num_envs, out: Path) -> None:
-    from gpuenv.report.table import fmt_rate
-    from gpuenv.run.orchestrator import run_plan
-    from gpuenv.suites import plan
-
-    p = plan(s, DEFAULT_REGISTRY, backends=backend, tasks=task, num_envs=num_envs)
-    cases, unavailable = _available(p.cases, lambda pc: pc.case.backend)
-
-    def line(r: dict) -> str:
-        return f"{fmt_rate(r['summary']['env_steps_per_s']['median'])} env steps/s"
-
-    def run(run_dir, run_id, on_event):
-        run_plan(cases, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
-
-    skipped = [
-        f"{sk.selector} / {sk.task}{f' at num_envs={sk.num_envs}' if sk.num_envs else ''}: {sk.reason}" for sk in p.skipped
-    ]
-    _run_and_report(s.name, [pc.case.key for pc in cases], unavailable, skipped, run, line, out)
-
-
-def _bench_ppo(s, backend, task, out: Path) -> None:
-    from gpuenv.ppo.run import run_ppo_plan
-    from gpuenv.ppo.suite import TRAINERS, filter_cases
-    from gpuenv.report.ttr import fmt_s
-
-    cases, unavailable = _available(filter_cases(s, DEFAULT_REGISTRY, backend, task), lambda c: c.backend)
-    for c in list(cases):
-        reason = TRAINERS[c.trainer].unavailable_reason()
-        if reason:
-            cases.remove(c)
-            unavailable[c.trainer] = reason
-
-    def line(r: dict) -> str:
-        sm = r["summary"]
-        t = sm["time_to_threshold_s"]
-        return f"{sm['reached']}/{sm['seeds']} reached {r['case']['threshold']:g}; wall s IQM {fmt_s(t['iqm'])}"
-
-    def run(run_dir, run_id, on_event):
-        run_ppo_plan(cases, s.run, suite=s.name, run_id=run_id, out_dir=run_dir, on_event=on_event)
-
-    skipped = [f"{sel} / {t}: {why}" for sel, t, why in s.skipped]
-    _run_and_report(s.name, [c.key for c in cases], unavailable, skipped, run, line, out, seeds=s.run.seeds)
-
-
-def _run_and_report(name, keys, unavailable, skipped, run, line, out: Path, seeds: int | None = None):
-    from gpuenv.report.table import footnotes, tables
-    from gpuenv.results.store import new_run_id, prepare_dir
-
-    if not keys:
-        raise UserError(f"nothing to run in suite '{name}' on this machine; see `gpuenv list`")
+            unavailable.setdefault(reason, None)
+    if not items:
+        raise UserError(f"nothing to run in suite '{plan.suite}' on this machine; see `gpuenv list`")
+    keys = [item.key for item in items]
     run_id = new_run_id()
     run_dir = prepare_dir(out / run_id)
-    unit = f"{seeds} seeds each" if seeds else "processes each as the suite sets"
-    console.print(f"[bold]gpuenv bench[/] suite [cyan]{name}[/]: {len(keys)} cases ({unit}), run {run_id}")
-    for reason in unavailable.values():
-        console.print(f"[yellow]skipped[/] {reason}")
+    console.print(f"[bold]gpuenv bench[/] suite [cyan]{plan.suite}[/]: {len(keys)} cases ({plan.unit}), run {run_id}")
+    for reason in unavailable:
+        console.print(f"[yellow]skipped[/] {escape(reason)}")
 
     records: list[dict] = []
     interrupted = False
@@ -154,28 +98,27 @@ def _run_and_report(name, keys, unavailable, skipped, run, line, out: Path, seed
 
         def on_event(kind: str, data: dict) -> None:
             if kind == "process_start":
-                what = "seed" if seeds else "process"
+                what = mode.process_word
                 progress.update(bar, description=f"{keys[data['index']]} [{what} {data['process'] + 1}/{data['of']}]")
-            elif kind == "run_done" and data["run"]["status"] == "failed":
-                progress.console.print(f"  seed {data['run']['seed']}: [red]failed[/] {data['run']['failure']}", highlight=False)
+            elif kind == "process_done" and data["outcome"].failure and not mode.stop_after_failure:
+                o = data["outcome"]
+                progress.console.print(f"  {mode.process_word} {o.index}: [red]failed[/] {escape(o.failure['reason'])}", highlight=False)
             elif kind == "case_done":
                 records.append(data["record"])
                 r = data["record"]
                 head = f"[{len(records)}/{len(keys)}] {r['case_key']}"
                 if r["status"] != "ok":
-                    progress.console.print(f"{head}: [red]{r['status']}[/] {r['failure']['reason']}")
+                    progress.console.print(f"{head}: [red]{r['status']}[/] ({r['failure']['kind']}) {escape(r['failure']['reason'])}")
                 else:
-                    progress.console.print(f"{head}: {line(r)}", highlight=False)
+                    progress.console.print(f"{head}: {escape(mode.progress_line(r))}", highlight=False)
                 progress.advance(bar)
 
         # Ctrl-C, SIGTERM and SIGHUP (a CI timeout, a closed terminal) take one path: workers run in
         # their own sessions and would not get the signal, so the handler kills the running worker and
-        # the run stops after writing the interrupted case (see run.orchestrator.Interrupt).
-        from gpuenv.run.orchestrator import INTERRUPT
-
+        # the run stops after writing the interrupted case (see run.runner.Interrupt).
         previous = {sig: signal.signal(sig, INTERRUPT.handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            run(run_dir, run_id, on_event)
+            run_plan(mode, replace(plan, items=items), run_id=run_id, out_dir=run_dir, on_event=on_event)
             INTERRUPT.check()  # a signal after the last worker finished
         except KeyboardInterrupt:
             interrupted = True
@@ -186,11 +129,11 @@ def _run_and_report(name, keys, unavailable, skipped, run, line, out: Path, seed
     for t in tables(records):
         console.print(t)
     for note in footnotes(records):
-        console.print(f"[yellow]warning[/] {note}")
-    for sk in skipped:
-        console.print(f"[dim]not run: {sk}[/]")
+        console.print(f"[yellow]warning[/] {escape(note)}")
+    for sk in plan.skipped:
+        console.print(f"[dim]not run: {escape(sk)}[/]")
     failed = [r for r in records if r["status"] != "ok"]
-    missed = [r for r in records if r["status"] == "ok" and r["summary"].get("passed") is False]
+    missed = [r for r in records if mode.missed(r)]
     console.print(f"{len(records)} records written to {run_dir}")
     if interrupted:
         err_console.print(f"interrupted: the {len(records)} finished records are kept in {run_dir}")
@@ -213,11 +156,11 @@ def list_(
 
     if what not in ("all", "backends", "tasks", "suites"):
         raise UserError(f"unknown list '{what}'; use one of: backends, tasks, suites, all")
-    registry = DEFAULT_REGISTRY
+    registry = default_registry()
     visible = registry.visible()
     if what in ("all", "backends"):
         t = Table(title="backends", title_justify="left")
-        for col in ("backend", "variants", "steps on", "status"):
+        for col in ("backend", "variants", "steps on", "environment", "status"):
             t.add_column(col)
         for b in visible:
             reason = b.unavailable_reason()
@@ -225,7 +168,8 @@ def list_(
                 b.name,
                 ", ".join(b.variants),
                 "GPU (or CPU)" if b.device == "gpu" else "CPU",
-                "[green]available[/]" if reason is None else f"[yellow]{reason}[/]",
+                environment_status(b),
+                "[green]available[/]" if reason is None else f"[yellow]{escape(reason)}[/]",
             )
         console.print(t)
     if what in ("all", "tasks"):
@@ -236,7 +180,7 @@ def list_(
         for task in TASKS.values():
             cells = []
             for b in visible:
-                nt = task.offers.get(b.name)
+                nt = b.tasks.get(task.name)
                 cells.append("-" if nt is None else (f"[dim]{nt.env_id} (unsupported)[/]" if nt.unsupported else nt.env_id))
             t.add_row(task.name, *cells)
         console.print(t)
@@ -246,11 +190,26 @@ def list_(
         t.add_column("description")
         for name in available_suites():
             try:
-                desc = load_any(name, registry).description
+                desc = escape(load_any(name, registry)[1].description)
             except UserError as e:
-                desc = f"[red]{e}[/]"
+                desc = f"[red]{escape(str(e))}[/]"
             t.add_row(name, desc)
         console.print(t)
+
+
+def environment_status(b) -> str:
+    """Which Python environment a backend's workers use, and whether it is built."""
+    from gpuenv import envs
+
+    e = b.environment
+    if e is None:
+        return "main install"
+    lock = e.lock_path(envs.ROOT)
+    if not lock.is_file():
+        return f"[red]own (Python {e.python}): lock {e.lock} missing[/]"
+    text = lock.read_text()
+    state = "built" if envs.is_built(text, e.python) else "not built yet (built on first use)"
+    return f"own: Python {e.python}, {e.lock}; {state}"
 
 
 @app.command()
@@ -370,7 +329,9 @@ def images(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="with --build: write the lock, print the command")] = False,
 ) -> None:
     """The per-backend Docker images: base image, CUDA, pinned versions, minimum driver."""
-    from gpuenv.images import IMAGES, base_of, bake_text, locked_versions, write_locks
+    from gpuenv import images as im
+    from gpuenv.images import base_of, bake_text, locked_versions, write_locks
+    from gpuenv.modes import all_modes
 
     if build:
         import re
@@ -407,9 +368,10 @@ def images(
         t.add_column(col)
     from gpuenv.images import ROOT
 
-    for img in IMAGES.values():
+    for img in im.images().values():
         v = locked_versions(img)
-        shown = [f"{k} {v[k]}" for k in ("jax", "brax", "mujoco-mjx", "envpool", "gymnasium", "stable-baselines3", "torch") if k in v]
+        wanted = dict.fromkeys((*img.packages, *(p for m in all_modes() for p in m.packages)))
+        shown = [f"{k} {v[k]}" for k in wanted if k in v]
         base = base_of(ROOT / img.dockerfile) if not img.base_target else base_of(ROOT / "docker/base.Dockerfile")
         t.add_row(img.tag, base.split("@")[0], img.cuda or "-", img.min_driver or "-", ", ".join(shown) or "(framework's own)")
     console.print(t)
@@ -417,7 +379,7 @@ def images(
 
 @app.command("bench-image")
 def bench_image(
-    backend: Annotated[str, typer.Argument(help="gymnasium | envpool | brax | mjx | isaaclab")],
+    backend: Annotated[str, typer.Argument(help="a backend with an image (see `gpuenv images`)")],
     local: Annotated[bool, typer.Option("--local", help="no Docker: run the same suite on this machine")] = False,
     suite: Annotated[str, typer.Option("--suite", "-s")] = "quick",
 ) -> None:
@@ -440,9 +402,10 @@ def compare(
     old: Annotated[list[Path], typer.Argument(help="OLD record files or result directories", show_default=False)],
     new: Annotated[Path, typer.Argument(help="NEW record file or result directory")],
     threshold: Annotated[float, typer.Option("--threshold", help="exit 1 when a case is slower by more than this fraction")] = 0.10,
-    allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware, drivers or modes")] = False,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware or drivers")] = False,
+    by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
 ) -> None:
-    """NEW/OLD per case with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
+    """NEW/OLD per workload with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
     from gpuenv.history.compare import compare_case, differences, match, version_changes
     from gpuenv.history.load import load_records
 
@@ -456,18 +419,20 @@ def compare(
     if diff and not allow_different:
         fields = "; ".join(f"{k}: {a} vs {b}" for k, a, b in ((k, *v) for k, v in diff.items()))
         raise UserError(f"the runs differ in {fields}; such runs are not comparable (--allow-different compares anyway)")
-    pairs, only_old, only_new = match(old_recs, new_recs)
+    pairs, only_old, only_new = match(old_recs, new_recs, by="case" if by_case else "workload")
     if not pairs:
-        raise UserError("OLD and NEW have no ok case in common (compare runs of the same suite)")
+        raise UserError(
+            "OLD and NEW have no ok record of the same workload in common (compare runs of the same suite; "
+            "--by-case pairs by case key across measurement settings)"
+        )
     rows = [compare_case(a, b, threshold) for a, b in pairs]
     t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
     for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
         t.add_column(col)
     colour = {"faster": "green", "slower": "red"}
     for r in sorted(rows, key=lambda r: r.case_key):
-        unit = "steps/s" if r.mode == "env-step-throughput" else "s to reward"
         v = f"[{colour.get(r.verdict, 'white')}]{r.verdict}{' (REGRESSION)' if r.regressed else ''}[/]"
-        t.add_row(r.case_key, unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
+        t.add_row(r.case_key, r.unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
     console.print(t)
     for k, (a, b) in version_changes(old_recs, new_recs).items():
         console.print(f"[dim]version {k}: {a} -> {b}[/]")
@@ -582,13 +547,16 @@ def sweep(
 
     package, versions = sw.parse_spec(spec)
     pins = sw.parse_with(with_ or [])
-    name = backend or sw.LIBRARY_BACKEND.get(package)
+    registry = default_registry()
+    owner = registry.by_library(package)
+    name = backend or (owner.name if owner else None)
     if name is None:
-        raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(DEFAULT_REGISTRY.backends)})")
-    DEFAULT_REGISTRY.parse(name)
+        raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
+    registry.parse(name)
+    from gpuenv.modes import of
     from gpuenv.suites import load_any
 
-    load_any(suite, DEFAULT_REGISTRY)  # a bad suite name fails here, before any environment is built
+    load_any(suite, registry)  # a bad suite name fails here, before any environment is built
     sweep_id = new_run_id()
     bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
     sets = [sw.VersionSet(f"{package}=={v}", sw.requirements(package, v, pins, name.split(":")[0])) for v in versions]
@@ -603,7 +571,7 @@ def sweep(
         sw.run(vs, sweep_id, bench_args, out)
     labels = [vs.label for vs in sets]
     series = sw.collect(sets)
-    t = Table(title=f"{package}: each case across versions (median env steps/s [95% interval]; adjacent verdicts)", title_justify="left")
+    t = Table(title=f"{package}: each case across versions (headline [95% interval]; adjacent verdicts)", title_justify="left")
     t.add_column("case")
     for lbl in labels:
         t.add_column(lbl)
@@ -614,13 +582,12 @@ def sweep(
         for lbl in labels:
             r = by.get(lbl)
             if r is None or r["status"] != "ok":
-                why = r["failure"]["reason"] if r else "not run"
-                short = "unsupported" if "does not substitute" in why or "older than the adapter" in why else why[:28]
+                short = r["failure"]["kind"] if r else "-"
                 cells.append(f"[red]{short}[/]" if r else "-")
                 prev = None
                 continue
-            s = r["summary"]["env_steps_per_s"] if "env_steps_per_s" in r["summary"] else None
-            cell = f"{s['median']:,.0f} [{s['ci_low']:,.0f}-{s['ci_high']:,.0f}]" if s else "ok"
+            h = of(r).headline(r)
+            cell = f"{h.value:,.0f} [{h.ci_low:,.0f}-{h.ci_high:,.0f}] {h.unit}"
             if prev is not None:
                 c = compare_case(prev, r, 0.10)
                 mark = {"faster": "[green]faster[/]", "slower": "[red]slower[/]"}.get(c.verdict, "no detectable change")

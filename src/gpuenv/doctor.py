@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuenv.images import CUDA_MIN_DRIVER, IMAGES
+from gpuenv.images import CUDA_MIN_DRIVER, images
 
 TOOLKIT_FIX = (
     "on the host install the NVIDIA driver and nvidia-container-toolkit, and start the container with "
@@ -38,8 +38,9 @@ def min_driver() -> tuple[str, str]:
     image = os.environ.get("GPUENV_IMAGE")
     if env:
         return env, f"image gpuenv/{image}" if image else "GPUENV_MIN_DRIVER"
-    if image in IMAGES and IMAGES[image].min_driver:
-        return IMAGES[image].min_driver, f"image gpuenv/{image}"
+    img = images().get(image or "")
+    if img is not None and img.min_driver:
+        return img.min_driver, f"image gpuenv/{image}"
     return CUDA_MIN_DRIVER["12"], "JAX/torch CUDA 12 wheels"
 
 
@@ -154,4 +155,5 @@ def failures(checks: list[Check], cpu_ok: bool) -> list[Check]:
 
 def in_gpu_image() -> bool:
     image = os.environ.get("GPUENV_IMAGE")
-    return image in IMAGES and IMAGES[image].cuda is not None
+    img = images().get(image or "")
+    return img is not None and img.cuda is not None

@@ -7,3 +7,12 @@ class UserError(Exception):
 
 class BackendUnavailable(UserError):
     """A backend's libraries are not installed (or cannot run on this machine)."""
+
+
+class Unsupported(UserError):
+    """The backend cannot run this case faithfully (a release without the env, an adapter too new for
+    the library): recorded with failure kind `unsupported`, never worked around."""
+
+
+class Diverged(Exception):
+    """Training produced a non-finite value: recorded with failure kind `diverged`."""

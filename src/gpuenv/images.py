@@ -1,7 +1,8 @@
-"""The Docker image matrix, in one place.
+"""The Docker image matrix, derived from the backends' declarations (`Backend.image`).
 
-Everything an image pins is declared or derived here: the Dockerfile, the pyproject extras its lock
-file covers, the CUDA major version and the minimum NVIDIA driver that goes with it. The bake file
+Each backend declares its image (Dockerfile, the pyproject extras its lock file covers, the CUDA
+major version); this module derives the rest: the lock path, the tag and the minimum NVIDIA driver
+that goes with the CUDA version. The bake file
 (docker/docker-bake.json) is generated from this module (`gpuenv images --bake`; a test keeps the
 committed file in sync), `gpuenv doctor` reads the same driver table, and library versions for labels
 and the README come from the hash-locked lock files.
@@ -18,6 +19,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuenv.backends.spec import Image as ImageSpec
+from gpuenv.registry import default_registry
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 LOCKS = DOCKER / "locks"
@@ -31,23 +35,21 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # 525.60.13 is the first CUDA 12.0 GA driver). The driver lives on the host: no image can pin it.
 CUDA_MIN_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
 
-# Packages whose versions the labels, `gpuenv images` and the README show.
-TRACKED = ("jax", "jaxlib", "jax-cuda12-plugin", "brax", "mujoco", "mujoco-mjx", "envpool", "gymnasium",
-           "stable-baselines3", "torch", "tensorboardx")
+
+
+def tracked() -> tuple[str, ...]:
+    """Packages whose versions the labels and `gpuenv images` show: what records track."""
+    return default_registry().tracked_packages()
 
 
 @dataclass(frozen=True)
 class Image:
     backend: str
-    description: str
-    extras: tuple[str, ...]  # pyproject extras the lock file covers
-    cuda: str | None  # CUDA major the image's GPU libraries need (None: CPU image)
-    dockerfile: str
-    base_target: bool = True  # builds on docker/base.Dockerfile (the shared, digest-pinned Python base)
-    torch_cpu: bool = True  # torch from the CPU wheel (SB3 only)
-    driver_floor: str | None = None  # a stricter minimum than the CUDA table's, where the framework needs one
-    not_locked: tuple[str, ...] = ()  # dependencies the base image already provides, left untouched
+    spec: ImageSpec
+    packages: tuple[str, ...]  # the backend's tracked packages (what `gpuenv images` shows)
 
+    def __getattr__(self, name: str):  # description, extras, cuda, dockerfile ... from the declaration
+        return getattr(self.spec, name)
 
     @property
     def lock(self) -> Path:
@@ -64,39 +66,22 @@ class Image:
         return f"gpuenv/{self.backend}"
 
 
-IMAGES: dict[str, Image] = {
-    i.backend: i
-    for i in [
-        Image("gymnasium", "CPU baseline: Gymnasium + MuJoCo + ALE, SB3", ("gymnasium", "ppo"), None, "docker/gymnasium.Dockerfile"),
-        Image("envpool", "EnvPool (C++ thread pool), SB3", ("envpool", "ppo"), None, "docker/envpool.Dockerfile"),
-        Image("brax", "Brax on JAX with CUDA 12 wheels, Brax PPO and SB3", ("brax", "ppo", "cuda12"), "12", "docker/brax.Dockerfile"),
-        Image("mjx", "MuJoCo MJX on JAX with CUDA 12 wheels, SB3 (shared PPO)", ("mjx", "ppo", "cuda12"), "12", "docker/mjx.Dockerfile"),
-        Image(
-            "isaaclab",
-            "Isaac Lab 2.3 on Isaac Sim 5.1 (NVIDIA's image), gpuenv on top",
-            (),
-            "12",
-            "docker/isaaclab.Dockerfile",
-            base_target=False,
-            torch_cpu=False,
-            # Isaac Sim's own Linux minimum (its system requirements page; not verified on a GPU here).
-            driver_floor="535.129.03",
-            # Isaac Sim's Python ships numpy 1.x (Isaac Lab 2.3 pins numpy<2) and psutil; its compiled
-            # modules need that numpy, so gpuenv's lock leaves both alone.
-            not_locked=("numpy", "psutil"),
-        ),
-    ]
-}
-ALIASES = {"isaac": "isaaclab"}
+def images() -> dict[str, Image]:
+    return {b.name: Image(b.name, b.image, b.packages) for b in default_registry().with_image() if b.image}
+
+
+def aliases() -> dict[str, str]:
+    return {a: b.name for b in default_registry().with_image() for a in b.aliases}
 
 
 def get_image(name: str) -> Image:
     from gpuenv.errors import UserError
 
-    name = ALIASES.get(name, name)
-    if name not in IMAGES:
-        raise UserError(f"unknown image '{name}'; images: {', '.join(IMAGES)} (see `gpuenv images`)")
-    return IMAGES[name]
+    name = aliases().get(name, name)
+    known = images()
+    if name not in known:
+        raise UserError(f"unknown image '{name}'; images: {', '.join(known)} (see `gpuenv images`)")
+    return known[name]
 
 
 _PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", re.M)
@@ -122,7 +107,8 @@ def bake() -> dict:
     targets: dict[str, dict] = {
         "base": {"context": ".", "dockerfile": "docker/base.Dockerfile", "platforms": ["linux/amd64"]},
     }
-    for img in IMAGES.values():
+    shown = tracked()
+    for img in images().values():
         versions = locked_versions(img)
         labels = {
             "org.opencontainers.image.title": img.tag,
@@ -132,7 +118,7 @@ def bake() -> dict:
             "org.gpuenv.cuda": img.cuda or "none",
             "org.gpuenv.lock": f"docker/locks/{img.backend}.txt",
         }
-        labels.update({f"org.gpuenv.version.{k}": v for k, v in sorted(versions.items()) if k in TRACKED})
+        labels.update({f"org.gpuenv.version.{k}": v for k, v in sorted(versions.items()) if k in shown})
         t: dict = {
             "context": ".",
             "dockerfile": img.dockerfile,
@@ -146,7 +132,7 @@ def bake() -> dict:
         targets[img.backend] = t
     return {
         "variable": {"REGISTRY": {"default": "ghcr.io/gpuenv"}, "TAG": {"default": "latest"}},
-        "group": {"default": {"targets": list(IMAGES)}},
+        "group": {"default": {"targets": list(images())}},
         "target": targets,
     }
 
@@ -181,7 +167,7 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
     import tempfile
 
     written = []
-    for img in IMAGES.values():
+    for img in images().values():
         if names and img.backend not in names:
             continue
         out = version_lock(img, pins) if pins else img.lock

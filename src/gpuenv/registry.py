@@ -1,146 +1,136 @@
-"""Backend name -> adapter, resolved lazily.
+"""The backends: gpuenv's own packages plus plug-ins, each one `Backend` declaration.
 
-Availability is decided with `importlib.util.find_spec`, which finds a module without importing it:
-listing backends, or running one, never imports another backend's libraries.
-Adding a backend = one adapter file + one entry here + one optional-dependency extra.
+Built-in backends are listed in BUILTIN (one line each). Plug-ins come from modules named in the
+GPUENV_PLUGINS environment variable (comma-separated; worker processes inherit it) and from installed
+distributions' entry points in the group `gpuenv.backends`; each plug-in module defines `BACKEND` (or
+`BACKENDS`, a list). Reading a declaration imports nothing heavy; availability is decided with
+`importlib.util.find_spec`, so listing backends never imports a simulator.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-import importlib.util
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
+from importlib import metadata
 
-from gpuenv.errors import BackendUnavailable, UserError
+from gpuenv.backends.spec import Backend, NativeTask
+from gpuenv.errors import UserError
+
+BUILTIN = (
+    "gpuenv.backends.gymnasium",
+    "gpuenv.backends.envpool",
+    "gpuenv.backends.brax",
+    "gpuenv.backends.mjx",
+    "gpuenv.backends.isaaclab",
+)
+PLUGINS_ENV = "GPUENV_PLUGINS"
+ENTRY_POINTS = "gpuenv.backends"
+CORE_PACKAGES = ("gpuenv", "numpy", "pydantic")  # every record carries these versions too
 
 
-@dataclass(frozen=True)
-class BackendInfo:
-    name: str
-    module: str  # adapter module, imported only when the backend runs
-    requires: tuple[str, ...]  # top-level modules that must be importable
-    extra: str  # pip extra that installs them
-    variants: tuple[str, ...]  # the first one is the default
-    description: str
-    device: str = "cpu"  # "cpu" or "gpu": where its simulator steps on a GPU machine
-    hidden: bool = False  # test-only backends: runnable by name, never listed or auto-selected
-    variant_notes: dict[str, str] = field(default_factory=dict)
-    min_envs: dict[str, int] = field(default_factory=dict)  # variant -> smallest num_envs it can run
-    install_hint: str = ""  # how to get it, where a pip extra is not the way
+def _declared(module_name: str) -> list[Backend]:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UserError(f"backend plug-in {module_name!r} cannot be imported ({e}); fix {PLUGINS_ENV} or install it") from None
+    found = getattr(module, "BACKENDS", None) or [getattr(module, "BACKEND", None)]
+    if not all(isinstance(b, Backend) for b in found):
+        raise UserError(f"backend plug-in {module_name!r} defines no BACKEND = gpuenv.backends.spec.Backend(...)")
+    return list(found)
 
-    def missing(self) -> list[str]:
-        return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
-    def unavailable_reason(self) -> str | None:
-        missing = self.missing()
-        if not missing:
-            return None
-        how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
-        return f"{self.name} is not installed ({', '.join(missing)} missing): {how}"
-
-    def load(self):
-        """Import the adapter module; it exposes `open(case, native) -> Stepper`."""
-        reason = self.unavailable_reason()
-        if reason:
-            raise BackendUnavailable(reason)
-        return importlib.import_module(self.module)
+def plugin_modules() -> list[str]:
+    names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    names += [ep.value.split(":")[0] for ep in metadata.entry_points(group=ENTRY_POINTS)]
+    return list(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
 class Registry:
-    backends: dict[str, BackendInfo]
+    backends: dict[str, Backend]
 
-    def get(self, name: str) -> BackendInfo:
+    @classmethod
+    def of(cls, backends: list[Backend]) -> Registry:
+        out: dict[str, Backend] = {}
+        for b in backends:
+            if b.name in out:
+                raise UserError(f"two backends are named '{b.name}'; rename the plug-in's backend")
+            out[b.name] = b
+        return cls(out)
+
+    def get(self, name: str) -> Backend:
         try:
             return self.backends[name]
         except KeyError:
             known = ", ".join(b.name for b in self.visible())
             raise UserError(f"unknown backend '{name}'; known backends: {known}") from None
 
-    def visible(self) -> list[BackendInfo]:
+    def visible(self) -> list[Backend]:
         return [b for b in self.backends.values() if not b.hidden]
 
-    def parse(self, selector: str) -> tuple[BackendInfo, str | None]:
+    def parse(self, selector: str) -> tuple[Backend, str | None]:
         """'envpool' -> (envpool, None); 'envpool:async' -> (envpool, 'async'). Validates the variant."""
         name, _, variant = selector.partition(":")
         info = self.get(name)
         if variant and variant not in info.variants:
-            raise UserError(
-                f"unknown variant '{variant}' of backend '{name}'; variants: {', '.join(info.variants)}"
-            )
+            raise UserError(f"unknown variant '{variant}' of backend '{name}'; variants: {', '.join(info.variants)}")
         return info, variant or None
 
+    # --- tasks ---------------------------------------------------------------------------------
 
-DEFAULT_REGISTRY = Registry(
-    {
-        b.name: b
-        for b in [
-            BackendInfo(
-                "gymnasium",
-                "gpuenv.backends.gymnasium",
-                ("gymnasium", "stable_baselines3", "mujoco", "ale_py"),
-                "gymnasium",
-                ("subproc", "dummy", "sync"),
-                "CPU baseline: Gymnasium envs in SB3 SubprocVecEnv / DummyVecEnv or Gymnasium SyncVectorEnv",
-                variant_notes={
-                    "subproc": "SB3 SubprocVecEnv, one process per env (the baseline speedups are quoted against)",
-                    "dummy": "SB3 DummyVecEnv, all envs in one process, stepped in turn",
-                    "sync": "Gymnasium SyncVectorEnv (next-step autoreset)",
-                },
-            ),
-            BackendInfo(
-                "envpool",
-                "gpuenv.backends.envpool",
-                ("envpool",),
-                "envpool",
-                ("sync", "async"),
-                "EnvPool: C++ thread pool of envs",
-                variant_notes={
-                    "sync": "batch_size = num_envs",
-                    "async": "send/recv with batch_size = num_envs / 2",
-                },
-                min_envs={"async": 2},
-            ),
-            BackendInfo(
-                "brax",
-                "gpuenv.backends.brax",
-                ("brax", "jax"),
-                "brax",
-                ("generalized", "positional", "spring", "mjx"),
-                "Brax envs, vmapped and stepped in a jit-compiled lax.scan chunk",
-                device="gpu",
-                variant_notes={v: f"Brax physics pipeline '{v}'" for v in ("generalized", "positional", "spring", "mjx")},
-            ),
-            BackendInfo(
-                "mjx",
-                "gpuenv.backends.mjx",
-                ("mujoco", "jax", "gymnasium"),
-                "mjx",
-                ("jax",),
-                "mujoco.mjx on Gymnasium's MJCF models, vmapped in a jit-compiled lax.scan chunk",
-                device="gpu",
-                variant_notes={"jax": "MJX implementation 'jax' (runs on CPU and GPU)"},
-            ),
-            BackendInfo(
-                "isaaclab",
-                "gpuenv.backends.isaaclab",
-                ("isaaclab", "isaaclab_tasks", "isaacsim"),
-                "isaaclab",
-                ("physx",),
-                "Isaac Lab 2.3 on Isaac Sim 5.1: GPU PhysX envs stepped with torch actions (not verified here)",
-                device="gpu",
-                variant_notes={"physx": "PhysX GPU pipeline, headless app, torch.cuda.synchronize per value"},
-                install_hint="it needs Isaac Sim and an RTX-class GPU: use the gpuenv/isaaclab image (make bench-isaac)",
-            ),
-            BackendInfo(
-                "fake",
-                "gpuenv.backends.fake",
-                (),
-                "test",
-                ("ok", "raise", "segfault", "hang", "exit"),
-                "test-only backend that behaves or fails on purpose",
-                hidden=True,
-            ),
-        ]
-    }
-)
+    def offers(self, task: str) -> dict[str, NativeTask]:
+        """backend name -> its native env for a logical task."""
+        return {b.name: b.tasks[task] for b in self.backends.values() if task in b.tasks}
+
+    def why_not(self, task: str, backend: str) -> str | None:
+        """None when the backend runs the task; else why not."""
+        nt = self.get(backend).tasks.get(task)
+        if nt is None:
+            return "not offered by this backend"
+        return nt.unsupported or None
+
+    def native(self, task: str, backend: str) -> NativeTask:
+        from gpuenv.tasks import get_task
+
+        get_task(task)
+        nt = self.get(backend).tasks.get(task)
+        if nt is None:
+            offered = ", ".join(sorted(b for b in self.offers(task) if not self.backends[b].hidden)) or "none"
+            raise UserError(
+                f"task '{task}' is not offered by backend '{backend}' (offered by: {offered}); "
+                "pick another task or backend (see `gpuenv list`)"
+            )
+        if nt.unsupported:
+            raise UserError(f"task '{task}' on backend '{backend}' is not supported: {nt.unsupported}")
+        return nt
+
+    # --- what other parts of gpuenv ask of the declarations ----------------------------------
+
+    def tracked_packages(self) -> tuple[str, ...]:
+        from gpuenv.modes import all_modes
+
+        names = list(CORE_PACKAGES)
+        for b in self.backends.values():
+            names += b.packages
+        for m in all_modes():
+            names += m.packages
+        return tuple(dict.fromkeys(names))
+
+    def baseline(self) -> tuple[str, str] | None:
+        return next(((b.name, b.baseline) for b in self.backends.values() if b.baseline), None)
+
+    def by_library(self, package: str) -> Backend | None:
+        return next((b for b in self.backends.values() if b.library == package), None)
+
+    def with_image(self) -> list[Backend]:
+        return [b for b in self.backends.values() if b.image is not None]
+
+
+@functools.cache
+def default_registry() -> Registry:
+    backends: list[Backend] = []
+    for module in (*BUILTIN, *plugin_modules()):
+        backends += _declared(module)
+    return Registry.of(backends)

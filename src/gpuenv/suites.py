@@ -1,99 +1,23 @@
-"""Suites: declarative TOML workloads in suites/, validated and expanded into cases.
+"""Suites: declarative TOML workloads in suites/, validated before anything runs.
 
-A suite file:
-
-    description = "..."
-    [measure]               # every key optional; defaults below
-    processes = 3           # worker processes per case (values pooled over them)
-    values = 3              # kept timed values per process
-    warmups = 1             # discarded timed values per process
-    min_time_s = 0.2        # calibrate loops until one value lasts this long
-    chunk_steps = 100       # steps of every env per chunk (JAX: the lax.scan length)
-    timeout_s = 600         # per worker process
-    seed = 0
-    [[matrix]]              # backends x tasks x num_envs; a task a backend lacks is reported, not run
-    backends = ["envpool:sync", "brax"]
-    tasks = ["halfcheetah"]
-    num_envs = [1, 8, 64]
-    chunk_steps = 50        # optional per-matrix override of a [measure] key
+A suite file's `kind` names its measurement mode's suite section (default "throughput"); the mode
+(gpuenv.modes) validates the rest and expands it into the cases a run executes. This module only
+finds, reads and dispatches suite files, and holds the checks every mode's loader shares.
 """
 
 from __future__ import annotations
 
-import math
 import os
+import re
 import tomllib
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
-from gpuenv.backends.base import Case
 from gpuenv.errors import UserError
 from gpuenv.registry import Registry
-from gpuenv.tasks import TASKS, get_task
 
-
-@dataclass(frozen=True)
-class MeasureSpec:
-    processes: int = 3
-    values: int = 3
-    warmups: int = 1
-    min_time_s: float = 0.2
-    chunk_steps: int = 100
-    timeout_s: float = 600.0
-    seed: int = 0
-
-    def check(self, where: str) -> MeasureSpec:
-        if self.processes < 1 or self.values < 1 or self.warmups < 0 or self.chunk_steps < 1:
-            raise UserError(f"{where}: processes, values and chunk_steps must be >= 1 and warmups >= 0")
-        if not (math.isfinite(self.min_time_s) and self.min_time_s > 0) or not (
-            math.isfinite(self.timeout_s) and self.timeout_s > 0
-        ):
-            raise UserError(f"{where}: min_time_s and timeout_s must be finite and > 0")
-        return self
-
-
-@dataclass(frozen=True)
-class PlannedCase:
-    case: Case
-    measure: MeasureSpec
-
-
-@dataclass(frozen=True)
-class Skipped:
-    selector: str
-    task: str
-    num_envs: int | None
-    reason: str
-
-
-@dataclass(frozen=True)
-class Plan:
-    suite: str
-    cases: list[PlannedCase]
-    skipped: list[Skipped]
-
-
-@dataclass(frozen=True)
-class MatrixEntry:
-    backends: tuple[str, ...]
-    tasks: tuple[str, ...]
-    num_envs: tuple[int, ...]
-    measure: MeasureSpec
-
-
-@dataclass(frozen=True)
-class Suite:
-    name: str
-    path: Path
-    description: str
-    measure: MeasureSpec
-    matrix: tuple[MatrixEntry, ...]
-
-
-THROUGHPUT = "throughput"
-_MEASURE_KEYS = {f.name: f.type for f in fields(MeasureSpec)}
-_MATRIX_KEYS = {"backends", "tasks", "num_envs"} | set(_MEASURE_KEYS)
-_TOP_KEYS = {"description", "kind", "measure", "matrix"}
+DEFAULT_KIND = "throughput"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")  # the same rule as a record's identifiers
 
 
 def suites_dir() -> Path:
@@ -109,25 +33,13 @@ def available_suites() -> list[str]:
     return sorted(p.stem for p in d.glob("*.toml")) if d.is_dir() else []
 
 
-def _unknown(keys, allowed, where: str) -> None:
+def unknown_keys(keys: Any, allowed: Any, where: str) -> None:
     bad = sorted(set(keys) - set(allowed))
     if bad:
         raise UserError(f"{where}: unknown key '{bad[0]}' (allowed: {', '.join(sorted(allowed))})")
 
 
-def _measure(table: dict, base: MeasureSpec, where: str) -> MeasureSpec:
-    values = {}
-    for k in _MEASURE_KEYS:
-        if k in table:
-            v = table[k]
-            want = float if k in ("min_time_s", "timeout_s") else int
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not isinstance(v, int)):
-                raise UserError(f"{where}: key '{k}' must be a {want.__name__}, got {v!r}")
-            values[k] = want(v)
-    return replace(base, **values).check(where)
-
-
-def _list(table: dict, key: str, typ: type, where: str) -> tuple:
+def str_list(table: dict, key: str, typ: type, where: str) -> tuple:
     if key not in table:
         raise UserError(f"{where}: missing key '{key}'")
     v = table[key]
@@ -141,50 +53,15 @@ def resolve_path(name_or_path: str) -> Path:
     if p.suffix == ".toml" or os.sep in name_or_path:
         if not p.is_file():
             raise UserError(f"suite file {p} does not exist")
-        return p
-    candidate = suites_dir() / f"{name_or_path}.toml"
-    if not candidate.is_file():
-        known = ", ".join(available_suites()) or "none found"
-        raise UserError(f"unknown suite '{name_or_path}'; known suites: {known} (or pass a path to a .toml file)")
-    return candidate
-
-
-def load_suite(name_or_path: str, registry: Registry) -> Suite:
-    path = resolve_path(name_or_path)
-    data = read_toml(path)
-    if data.get("kind", THROUGHPUT) != THROUGHPUT:
-        raise UserError(f"{path}: kind {data.get('kind')!r} is not a throughput suite")
-    _unknown(data, _TOP_KEYS, str(path))
-    measure_table = data.get("measure", {})
-    if not isinstance(measure_table, dict):
-        raise UserError(f"{path}: [measure] must be a table")
-    _unknown(measure_table, _MEASURE_KEYS, f"{path} [measure]")
-    base = _measure(measure_table, MeasureSpec(), f"{path} [measure]")
-    matrix_tables = data.get("matrix")
-    if not isinstance(matrix_tables, list) or not matrix_tables:
-        raise UserError(f"{path}: needs at least one [[matrix]] table")
-    entries = []
-    for i, t in enumerate(matrix_tables, 1):
-        where = f"{path} [[matrix]] #{i}"
-        if not isinstance(t, dict):
-            raise UserError(f"{where}: must be a table ([[matrix]] with keys backends, tasks, num_envs)")
-        _unknown(t, _MATRIX_KEYS, where)
-        backends = _list(t, "backends", str, where)
-        for b in backends:
-            try:
-                registry.parse(b)
-            except UserError as e:
-                raise UserError(f"{where}: {e}") from None
-        tasks = _list(t, "tasks", str, where)
-        for task in tasks:
-            if task not in TASKS:
-                raise UserError(f"{where}: unknown task '{task}' (known: {', '.join(TASKS)})")
-        num_envs = _list(t, "num_envs", int, where)
-        if min(num_envs) < 1:
-            raise UserError(f"{where}: num_envs must be >= 1")
-        entries.append(MatrixEntry(backends, tasks, num_envs, _measure(t, base, where)))
-    desc = data.get("description", "")
-    return Suite(path.stem, path, str(desc), base, tuple(entries))
+        path = p
+    else:
+        path = suites_dir() / f"{name_or_path}.toml"
+        if not path.is_file():
+            known = ", ".join(available_suites()) or "none found"
+            raise UserError(f"unknown suite '{name_or_path}'; known suites: {known} (or pass a path to a .toml file)")
+    if not NAME.match(path.stem):
+        raise UserError(f"suite file {path}: rename it to letters, digits, '_', '.' or '-' (the name goes into every record)")
+    return path
 
 
 def read_toml(path: Path) -> dict:
@@ -196,96 +73,17 @@ def read_toml(path: Path) -> dict:
         raise UserError(f"{path}: cannot read suite file: {e}") from None
 
 
-def load_any(name_or_path: str, registry: Registry, *, seeds: int | None = None):
-    """A throughput Suite or a time-to-reward PpoSuite, by the file's `kind` (default: throughput)."""
-    from gpuenv.ppo.suite import KIND, load_ppo_suite
+def load_any(name_or_path: str, registry: Registry, *, seeds: int | None = None) -> tuple[Any, Any]:
+    """(mode, the mode's suite object), by the file's `kind`."""
+    from gpuenv.modes import mode_for_kind
 
     path = resolve_path(name_or_path)
     data = read_toml(path)
-    kind = data.get("kind", THROUGHPUT)
-    if kind == KIND:
-        return load_ppo_suite(path, data, registry, seeds=seeds)
-    if kind != THROUGHPUT:
-        raise UserError(f"{path}: unknown suite kind {kind!r} (known: {THROUGHPUT}, {KIND})")
-    if seeds is not None:
-        raise UserError(f"--seeds applies to time-to-reward suites only; '{path.stem}' is a throughput suite")
-    return load_suite(name_or_path, registry)
-
-
-def _matches(selector: str, wanted: str) -> bool:
-    """Does a suite selector ('envpool:sync') match a user filter ('envpool' or 'envpool:sync')?"""
-    if ":" in wanted:
-        return selector == wanted or (":" not in selector and wanted.split(":")[0] == selector)
-    return selector.split(":")[0] == wanted
-
-
-def plan(
-    suite: Suite,
-    registry: Registry,
-    *,
-    backends: list[str] | None = None,
-    tasks: list[str] | None = None,
-    num_envs: list[int] | None = None,
-) -> Plan:
-    """Expand a suite (optionally filtered by the CLI) into cases, in suite order."""
-    for b in backends or []:
-        registry.parse(b)
-    for t in tasks or []:
-        get_task(t)
-    for n in num_envs or []:
-        if n < 1:
-            raise UserError(f"--num-envs must be >= 1 (got {n})")
-
-    cases: list[PlannedCase] = []
-    skipped: list[Skipped] = []
-    seen: set[str] = set()
-    # A backend the suite does not list (e.g. `--backend envpool:async` on a suite with only sync)
-    # runs over every matrix entry's tasks and sizes.
-    unmatched = [w for w in backends or [] if not any(_matches(s, w) for e in suite.matrix for s in e.backends)]
-    for entry in suite.matrix:
-        selectors: list[str] = list(unmatched)
-        for sel in entry.backends:
-            if backends:
-                hits = [w for w in backends if _matches(sel, w)]
-                # 'envpool:async' asked for, suite lists 'envpool' or 'envpool:sync': run what was asked
-                selectors += [w if ":" in w else sel for w in hits]
-            else:
-                selectors.append(sel)
-        entry_tasks = [t for t in entry.tasks if not tasks or t in tasks]
-        if tasks:
-            entry_tasks += [t for t in tasks if t not in entry_tasks]
-        for sel in dict.fromkeys(selectors):
-            info, variant = registry.parse(sel)
-            variant = variant or info.variants[0]
-            for task_name in entry_tasks:
-                task = get_task(task_name)
-                if not task.runnable_on(info.name):
-                    nt = task.offers.get(info.name)
-                    why = nt.unsupported if nt else "not offered by this backend"
-                    if backends and tasks:
-                        # Both asked for explicitly: that is an error, not a silent skip.
-                        task.native(info.name)
-                    if Skipped(sel, task_name, None, why) not in skipped:
-                        skipped.append(Skipped(sel, task_name, None, why))
-                    continue
-                for n in num_envs or entry.num_envs:
-                    need = info.min_envs.get(variant, 1)
-                    if n < need:
-                        skipped.append(Skipped(sel, task_name, n, f"variant '{variant}' needs num_envs >= {need}"))
-                        continue
-                    case = Case(
-                        backend=info.name,
-                        variant=variant,
-                        task=task_name,
-                        num_envs=n,
-                        chunk_steps=entry.measure.chunk_steps,
-                        seed=entry.measure.seed,
-                    )
-                    if case.key not in seen:
-                        seen.add(case.key)
-                        cases.append(PlannedCase(case, entry.measure))
-    if backends and not cases and not skipped:
-        raise UserError(
-            f"suite '{suite.name}' has no cases for backend(s) {', '.join(backends)}; see `gpuenv list`"
-        )
-    return Plan(suite.name, cases, skipped)
+    kind = data.get("kind", DEFAULT_KIND)
+    if not isinstance(kind, str):
+        raise UserError(f"{path}: kind must be a string")
+    try:
+        mode = mode_for_kind(kind)
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
+    return mode, mode.load_suite(path, data, registry, seeds=seeds)

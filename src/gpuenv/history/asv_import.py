@@ -16,9 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from gpuenv.errors import UserError
-from gpuenv.results.schema import THROUGHPUT
+from gpuenv.modes import of
+from gpuenv.registry import default_registry
 
-TRACKED_LIBRARIES = ("brax", "jax", "envpool", "gymnasium", "mujoco", "mujoco-mjx", "stable-baselines3", "torch")
 ENV_NAME = "existing-gpuenv"
 
 
@@ -28,16 +28,17 @@ def machine_name(r: dict) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{m.get('cpu_model')}-{m.get('cpu_logical')}c-{gpu}").strip("-")
 
 
+def tracked_libraries() -> tuple[str, ...]:
+    """asv result params: every library a backend or mode declares (gpuenv itself is the commit)."""
+    return tuple(p for p in default_registry().tracked_packages() if p != "gpuenv")
+
+
 def benchmark_name(r: dict) -> str:
-    if r["measurement_mode"] == THROUGHPUT:
-        return f"gpuenv_records.throughput_{r['case']['task']}.track_seconds_per_million_env_steps"
-    return f"gpuenv_records.ppo_{r['case']['task']}.track_seconds_to_reward"
+    return of(r).asv_benchmark(r)
 
 
 def value(r: dict) -> float:
-    if r["measurement_mode"] == THROUGHPUT:
-        return 1e6 / r["summary"]["env_steps_per_s"]["median"]
-    return r["summary"]["time_to_threshold_s"]["iqm"]
+    return of(r).asv_value(r)
 
 
 def param(r: dict) -> str:
@@ -51,7 +52,7 @@ def commit_date_ms(repo: Path, sha: str) -> int | None:
     return int(r.stdout.strip()) * 1000 if r.returncode == 0 and r.stdout.strip() else None
 
 
-def _version_key(v: str):
+def version_key(v: str):
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -64,7 +65,7 @@ def release_timeline(records: list[dict], library: str, where: Path) -> dict[str
     """A git repository with one commit per release of `library` seen in the records (tagged
     `<library>-<version>`, in version order), so asv draws history against library versions. Returns
     {version: commit sha}. The records' `where.git.sha` is replaced by the release's commit."""
-    versions = sorted({r["where"]["packages"].get(library) for r in records if r["where"]["packages"].get(library)}, key=_version_key)
+    versions = sorted({r["where"]["packages"].get(library) for r in records if r["where"]["packages"].get(library)}, key=version_key)
     if not versions:
         raise UserError(f"no record says which {library} version it ran with")
     import shutil as _shutil
@@ -107,12 +108,13 @@ def import_records(records: list[dict], results_dir: Path, repo: Path, by_versio
         raise UserError("asv is not installed: pip install 'gpuenv[history]'") from None
     skipped: list[str] = []
     groups: dict[tuple[str, str, tuple], list[dict]] = defaultdict(list)
+    libraries = tracked_libraries()
     for r in records:
         sha = r["where"]["git"].get("sha")
         if r["status"] != "ok" or not sha:
             skipped.append(f"{r['case_key']} ({r['run_id']}): {'not ok' if r['status'] != 'ok' else 'no commit recorded'}")
             continue
-        versions = tuple((k, r["where"]["packages"].get(k) or "none") for k in TRACKED_LIBRARIES)
+        versions = tuple((k, r["where"]["packages"].get(k) or "none") for k in libraries)
         groups[(machine_name(r), sha, versions)].append(r)
 
     benchmarks: dict[str, dict] = {}

@@ -1,18 +1,17 @@
-"""`gpuenv compare OLD NEW`: per case, NEW/OLD with a 95% interval and a verdict.
+"""`gpuenv compare OLD NEW`: per case, NEW/OLD of the mode's headline with a 95% interval and a verdict.
 
-Throughput: ratio of median env steps/s (bootstrap over processes, then values, both sides).
-Time-to-reward: ratio of the IQM wall-clock time to threshold (bootstrap over seeds); there higher
-is worse. A verdict is "faster" or "slower" only when the whole interval is on one side of 1.
+Each measurement mode gives the ratio and its interval (throughput: median env steps/s, bootstrap
+over processes then values; time-to-reward: IQM wall-clock to threshold, bootstrap over seeds) and
+whether higher is better. A verdict is "faster" or "slower" only when the whole interval is on one
+side of 1. Records pair up by `workload_id` (same case, measurement settings and physics facts);
+`by="case"` pairs by case key instead, for a deliberate comparison across workloads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from gpuenv.measure import stats
-from gpuenv.results.schema import THROUGHPUT, TIME_TO_REWARD
+from gpuenv.modes import of
 
 FASTER, SLOWER, SAME = "faster", "slower", "no detectable change"
 
@@ -31,7 +30,6 @@ IDENTITY = (
     ("cpu cores", lambda r: r["where"]["machine"].get("cpu_logical")),
     ("gpus", _gpus),
     ("driver", _drivers),
-    ("measurement mode", lambda r: r["measurement_mode"]),
 )
 
 
@@ -55,7 +53,7 @@ def version_changes(old: list[dict], new: list[dict]) -> dict[str, tuple[str | N
 @dataclass(frozen=True)
 class Row:
     case_key: str
-    mode: str
+    unit: str  # of the headline
     old: float
     new: float
     ratio: float  # new / old of the headline number
@@ -66,53 +64,45 @@ class Row:
     regressed: bool
 
 
-def _groups(r: dict) -> list[list[float]]:
-    return [p["env_steps_per_s"] for p in r["processes"] if p.get("env_steps_per_s")]
-
-
-def _ttr_times(r: dict) -> np.ndarray:
-    return np.array([x["time_to_threshold_s"] for x in r["runs"] if x["status"] != "failed"], dtype=float)
-
-
-def _ttr_ratio(new: dict, old: dict, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    a, b = _ttr_times(new), _ttr_times(old)
-    rng = np.random.default_rng(seed)
-    boots = np.array(
-        [stats.iqm(a[rng.integers(0, a.size, a.size)]) / stats.iqm(b[rng.integers(0, b.size, b.size)]) for _ in range(n_boot)]
-    )
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return stats.iqm(a) / stats.iqm(b), float(lo), float(hi)
-
-
 def compare_case(old: dict, new: dict, threshold: float) -> Row:
-    mode = new["measurement_mode"]
-    if mode == THROUGHPUT:
-        s = stats.ratio(_groups(new), _groups(old))
-        ratio, lo, hi = s.median, s.ci_low, s.ci_high
-        o, n = old["summary"]["env_steps_per_s"]["median"], new["summary"]["env_steps_per_s"]["median"]
+    mode = of(new)
+    ratio, lo, hi = mode.ratio(new, old)
+    o, n = mode.headline(old).value, mode.headline(new).value
+    if mode.headline(new).higher_is_better:
         verdict = FASTER if lo > 1 else (SLOWER if hi < 1 else SAME)
         change = ratio - 1
-    elif mode == TIME_TO_REWARD:
-        ratio, lo, hi = _ttr_ratio(new, old)
-        o, n = old["summary"]["time_to_threshold_s"]["iqm"], new["summary"]["time_to_threshold_s"]["iqm"]
+    else:
         verdict = FASTER if hi < 1 else (SLOWER if lo > 1 else SAME)
         change = 1 / ratio - 1
-    else:  # pragma: no cover - the schema admits no other mode
-        raise ValueError(mode)
     regressed = verdict == SLOWER and -change > threshold
-    return Row(new["case_key"], mode, o, n, ratio, lo, hi, verdict, change, regressed)
+    return Row(new["case_key"], mode.headline(new).unit, o, n, ratio, lo, hi, verdict, change, regressed)
 
 
-def match(old: list[dict], new: list[dict]) -> tuple[list[tuple[dict, dict]], list[str], list[str]]:
-    """Pairs of ok records with the same case key; keys only in OLD; keys only in NEW. When a side has
-    several records for a key (several runs), the latest counts."""
-    def latest(records):
-        out: dict[str, dict] = {}
+def match_key(r: dict, by: str = "workload") -> tuple[str, str]:
+    return (r["measurement_mode"], r["workload_id"] if by == "workload" else r["case_key"])
+
+
+def match(old: list[dict], new: list[dict], by: str = "workload") -> tuple[list[tuple[dict, dict]], list[str], list[str]]:
+    """Pairs of ok records of the same workload (or case key); case keys only in OLD; only in NEW (a
+    key on both sides with different workloads is on both lists, marked). When a side has several
+    records of one workload (several runs), the latest counts."""
+    def latest(records: list[dict]) -> dict[tuple[str, str], dict]:
+        out: dict[tuple[str, str], dict] = {}
         for r in sorted(records, key=lambda r: r["created_utc"]):
             if r["status"] == "ok":
-                out[(r["measurement_mode"], r["case_key"])] = r
+                out[match_key(r, by)] = r
         return out
 
     a, b = latest(old), latest(new)
     pairs = [(a[k], b[k]) for k in a if k in b]
-    return pairs, sorted(k[1] for k in a if k not in b), sorted(k[1] for k in b if k not in a)
+    keys_a = {r["case_key"] for r in a.values()}
+    keys_b = {r["case_key"] for r in b.values()}
+    only_a = sorted({_lonely(r, keys_b) for k, r in a.items() if k not in b})
+    only_b = sorted({_lonely(r, keys_a) for k, r in b.items() if k not in a})
+    return pairs, only_a, only_b
+
+
+def _lonely(r: dict, other_keys: set[str]) -> str:
+    if r["case_key"] in other_keys:
+        return f"{r['case_key']} (same case key, different workload: measurement settings or physics differ; --by-case compares anyway)"
+    return r["case_key"]

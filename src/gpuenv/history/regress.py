@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from gpuenv.history.changepoints import ChangePoint
-from gpuenv.results.schema import THROUGHPUT
+from gpuenv.modes import of
 
 
 def series_by_case(records: list[dict], by_version: str | None = None) -> dict[str, list[tuple[float, dict]]]:
-    """(mode:case key) -> [(value, record)] in time order, or in release order of `by_version`'s
-    version (then time within a version). Throughput: median steps/s; time-to-reward: 1 / IQM seconds
-    (so that for both, lower is worse)."""
-    from gpuenv.history.asv_import import _version_key
+    """(mode:case key@workload) -> [(value, record)] in time order, or in release order of `by_version`'s
+    version (then time within a version). The value is the mode's headline, turned so that higher is
+    better (throughput: steps/s; time-to-reward: 1 / IQM seconds). Only records of one workload form
+    a history: a change of measurement settings or physics starts a new one."""
+    from gpuenv.history.asv_import import version_key
 
     def order(r: dict):
         if by_version:
-            return (_version_key(r["where"]["packages"].get(by_version) or "0"), r["created_utc"])
+            return (version_key(r["where"]["packages"].get(by_version) or "0"), r["created_utc"])
         return r["created_utc"]
 
     out: dict[str, list[tuple[float, dict]]] = {}
@@ -23,11 +24,8 @@ def series_by_case(records: list[dict], by_version: str | None = None) -> dict[s
             continue
         if r["status"] != "ok":
             continue
-        if r["measurement_mode"] == THROUGHPUT:
-            v = r["summary"]["env_steps_per_s"]["median"]
-        else:
-            v = 1.0 / r["summary"]["time_to_threshold_s"]["iqm"]
-        out.setdefault(f"{r['measurement_mode']}:{r['case_key']}", []).append((v, r))
+        v = of(r).headline(r).goodness()
+        out.setdefault(f"{r['measurement_mode']}:{r['case_key']}@{r['workload_id'][:6]}", []).append((v, r))
     return out
 
 
@@ -39,14 +37,17 @@ def describe(key: str, points: list[tuple[float, dict]], cp: ChangePoint) -> lis
     sha_b = (after["where"]["git"].get("sha") or "?")[:8]
     if sha_a != sha_b:
         changed.append(f"gpuenv {sha_a}->{sha_b}")
-    throughput = key.startswith(THROUGHPUT)
-    fmt = (lambda v: f"{v:,.0f}/s") if throughput else (lambda v: f"{1 / v:,.1f} s")
+    h = of(after).headline(after)
+    if h.higher_is_better:
+        fmt, change = (lambda v: f"{v:,.0f}/s"), f"{100 * cp.change:+.1f}%"
+    else:
+        fmt, change = (lambda v: f"{1 / v:,.1f} s"), f"{100 * (cp.before / cp.after - 1):+.1f}% time"
     return [
         key.split(":", 1)[1],
         f"#{cp.index} {after['run_id']}",
         fmt(cp.before),
         fmt(cp.after),
-        f"{100 * cp.change:+.1f}%" if throughput else f"{100 * (cp.before / cp.after - 1):+.1f}% time",
+        change,
         "[red]regression[/]" if cp.change < 0 else "[green]improvement[/]",
         ", ".join(changed) or "nothing recorded",
     ]

@@ -1,9 +1,8 @@
 """`gpuenv sweep brax==0.12.1,0.13.0,0.14.2`: the same suite under several library versions.
 
-Each version set gets its own virtual environment, made with uv from an explicit lock (uv pip
-compile of gpuenv's backend extra plus the pins), cached under ~/.cache/gpuenv/envs/<hash of the
-lock> and reused while the lock is the same. gpuenv itself is installed from this checkout (editable,
-no dependencies), so every environment runs the same harness. Each set runs the suite in its own
+Each version set gets its own virtual environment (gpuenv.envs, the same code that builds a backend's
+own environment), made with uv from an explicit lock (uv pip compile of gpuenv's backend extra plus
+the pins), cached by the lock's hash and reused while the lock is the same. Each set runs the suite in its own
 process; its records carry the exact versions (where.packages) and a `tags.version_set`. A version
 that cannot resolve or install is reported and the other versions still run.
 """
@@ -14,26 +13,18 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuenv import envs
 from gpuenv.errors import UserError
 from gpuenv.results.schema import TAGS_ENV
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = envs.ROOT
 SPEC = re.compile(r"^([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+\-]+(?:,[A-Za-z0-9_.+\-]+)*)$")
-# Which gpuenv backend a swept library belongs to (its pyproject extra has the same name).
-LIBRARY_BACKEND = {"brax": "brax", "envpool": "envpool", "mujoco-mjx": "mjx", "gymnasium": "gymnasium"}
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuenv" / "envs"
 
 
 def parse_spec(spec: str) -> tuple[str, list[str]]:
@@ -74,60 +65,28 @@ class VersionSet:
     versions: dict[str, str] = field(default_factory=dict)
 
 
-def _uv() -> list[str]:
-    if shutil.which("uv"):
-        return ["uv"]
-    try:
-        import uv  # noqa: F401
-
-        return [sys.executable, "-m", "uv"]
-    except ImportError:
-        raise UserError("gpuenv sweep needs uv: pip install uv (or `make install`)") from None
-
-
-def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else "no output"
-
-
 def prepare(vs: VersionSet, python: str = "3.11") -> VersionSet:
     """Resolve (lock) and build the environment, or reuse the cached one with the same lock."""
     t0 = time.perf_counter()
-    uv = _uv()
-    tmp = cache_root() / "locks"
+    tmp = envs.cache_root() / "locks"
     tmp.mkdir(parents=True, exist_ok=True)
     req = tmp / f"{hashlib.sha256(vs.label.encode() + repr(vs.requirements).encode()).hexdigest()[:12]}.in"
     req.write_text("\n".join(vs.requirements) + "\n")
     lock = req.with_suffix(".txt")
-    r = subprocess.run([*uv, "pip", "compile", str(req), "--python-version", python, "--no-header", "--quiet", "-o", str(lock)],
+    r = subprocess.run([*envs.uv(), "pip", "compile", str(req), "--python-version", python, "--no-header", "--quiet", "-o", str(lock)],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        vs.status, vs.reason = "unresolvable", _last_line(r.stderr or r.stdout)
+        vs.status, vs.reason = "unresolvable", envs.last_line(r.stderr or r.stdout)
         vs.setup_s = time.perf_counter() - t0
         return vs
     vs.lock = lock.read_text()
-    key = hashlib.sha256(vs.lock.encode()).hexdigest()[:16]
-    env = cache_root() / key
-    vs.env_dir = env
-    ready = env / ".gpuenv-ready"
-    if ready.exists():
-        vs.reused = True
-    else:
-        shutil.rmtree(env, ignore_errors=True)
-        steps = [
-            [*uv, "venv", "--quiet", "--python", python, str(env)],
-            [*uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), "-r", str(lock)],
-            [*uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), "--no-deps", "-e", str(ROOT)],
-        ]
-        for cmd in steps:
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                vs.status, vs.reason = "install failed", _last_line(r.stderr or r.stdout)
-                vs.setup_s = time.perf_counter() - t0
-                shutil.rmtree(env, ignore_errors=True)
-                return vs
-        (env / "gpuenv-lock.txt").write_text(vs.lock)
-        ready.write_text(vs.label + "\n")
+    try:
+        built = envs.build(vs.lock, python, vs.label)
+    except UserError as e:
+        vs.status, vs.reason = "install failed", str(e)
+        vs.setup_s = time.perf_counter() - t0
+        return vs
+    vs.env_dir, vs.reused = built.path, built.reused
     vs.versions = {m.group(1).lower(): m.group(2) for m in re.finditer(r"^([A-Za-z0-9_.\-]+)==(\S+)", vs.lock, re.M)}
     vs.status = "ready"
     vs.setup_s = time.perf_counter() - t0
@@ -180,17 +139,19 @@ def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Pat
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    from gpuenv.modes import of
+
+    units = set()
     for key, pts in sorted(series.items()):
         pts = [(lbl, r) for lbl, r in pts if r["status"] == "ok"]
         xs = [labels.index(lbl) for lbl, _ in pts]
-        s = [r["summary"]["env_steps_per_s"] for _, r in pts if "env_steps_per_s" in r["summary"]]
-        if len(s) != len(xs):
-            continue
-        ax.errorbar(xs, [v["median"] for v in s], yerr=[[v["median"] - v["ci_low"] for v in s], [v["ci_high"] - v["median"] for v in s]],
+        hs = [of(r).headline(r) for _, r in pts]
+        units |= {h.unit for h in hs}
+        ax.errorbar(xs, [h.value for h in hs], yerr=[[h.value - h.ci_low for h in hs], [h.ci_high - h.value for h in hs]],
                     marker="o", capsize=3, label=key)
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_yscale("log")
-    ax.set_ylabel("env steps/s (median, 95% interval)")
+    ax.set_ylabel(f"{', '.join(sorted(units))} (95% interval)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

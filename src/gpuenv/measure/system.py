@@ -14,36 +14,17 @@ from pathlib import Path
 
 import psutil
 
-# Distributions whose versions go into every record (absent ones are recorded as None).
-TRACKED_PACKAGES = (
-    "gpuenv",
-    "numpy",
-    "gymnasium",
-    "stable-baselines3",
-    "torch",
-    "ale-py",
-    "mujoco",
-    "mujoco-mjx",
-    "envpool",
-    "jax",
-    "jaxlib",
-    "jax-cuda12-plugin",
-    "jax-cuda13-plugin",
-    "brax",
-    "flax",
-    "playground",
-    "isaaclab",
-    "isaacsim",
-)
-
 # Env vars that change simulator speed or numerics.
 SPEED_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "MUJOCO_")
 SPEED_ENV_NAMES = ("PYTHONHASHSEED",)
 
 
 def package_versions() -> dict[str, str | None]:
+    """Versions of every distribution a backend or mode declares (absent ones are None)."""
+    from gpuenv.registry import default_registry
+
     out: dict[str, str | None] = {}
-    for name in TRACKED_PACKAGES:
+    for name in default_registry().tracked_packages():
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

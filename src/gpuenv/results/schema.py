@@ -1,79 +1,37 @@
-"""Result schema v1: one JSON record per case. Documented in docs/results-schema.md.
+"""Result schema v2: one JSON record per case, a typed pydantic model per measurement mode.
 
-Records are validated on read; a record of another schema version is refused with a clear message
-(a later version adds migrations here, keyed by version, as asv does with api_version).
+Documented in docs/results-schema.md; the JSON Schema is docs/results-schema.json, regenerated with
+`python -m gpuenv.results.schema --write docs/results-schema.json`. Records are validated on read and
+before they are written. A version-1 record is migrated on read (as asv does with api_version); a
+record of a later version is refused with a message that says what to do.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import os
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter, ValidationError
 
 from gpuenv.errors import UserError
+from gpuenv.modes import known_modes, record_model
+from gpuenv.results import models
+from gpuenv.results.models import SCHEMA, SCHEMA_VERSION, STATUSES
 
-SCHEMA = "gpuenv.result"
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "interrupted")
-THROUGHPUT = "env-step-throughput"
-TIME_TO_REWARD = "time-to-reward"
-MEASUREMENT_MODES = (THROUGHPUT, TIME_TO_REWARD)
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "STATUSES", "TAGS_ENV", "header", "validate", "seal", "load", "json_schema"]
 
-# path -> required type(s). "a.b" means record["a"]["b"].
-_COMMON: dict[str, type | tuple[type, ...]] = {
-    "schema": str,
-    "schema_version": int,
-    "run_id": str,
-    "case_key": str,
-    "created_utc": str,
-    "suite": str,
-    "status": str,
-    "measurement_mode": str,
-    "case": dict,
-    "case.backend": str,
-    "case.variant": str,
-    "case.task": str,
-    "case.num_envs": int,
-    "what": dict,
-    "what.native_env_id": str,
-    "where": dict,
-    "where.machine": dict,
-    "where.packages": dict,
-    "where.env": dict,
-    "where.git": dict,
-    "settings": dict,
-    "summary": dict,
-    "failure": (dict, type(None)),
-}
-_BY_MODE: dict[str, dict[str, type | tuple[type, ...]]] = {
-    THROUGHPUT: {
-        "case.chunk_steps": int,
-        "case.seed": int,
-        "what.physics": dict,
-        "what.action_distribution": str,
-        "what.reset_mode": str,
-        "processes": list,
-    },
-    TIME_TO_REWARD: {
-        "case.trainer": str,
-        "case.threshold": (int, float),
-        "case.max_env_steps": int,
-        "case.max_time_s": (int, float),
-        "settings.seeds": int,
-        "runs": list,
-    },
-}
-_RUN_STATUSES = ("reached", "censored", "failed")
+READS_VERSIONS = (1, SCHEMA_VERSION)
+TAGS_ENV = "GPUENV_RECORD_TAGS"
+_UNSET_ID = "0" * 16  # stands in for workload_id until the record is known to be well formed
 
 
 def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) -> dict:
-    """The fields every record starts with, whatever it measured."""
-    from datetime import datetime, timezone
-
-    import os
-
-    out = {
+    """The fields every record starts with, whatever it measured (workload_id is set by seal())."""
+    out: dict[str, Any] = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -91,107 +49,56 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
     return out
 
 
-TAGS_ENV = "GPUENV_RECORD_TAGS"
-
-
-def _get(record: dict, path: str) -> Any:
-    cur: Any = record
-    for part in path.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            raise KeyError(path)
-        cur = cur[part]
-    return cur
-
-
 def validate(record: Any, source: str = "record") -> dict:
-    """Return the record if it is a valid v1 record, else raise UserError naming what is wrong."""
+    """The record as a plain, normalised v2 dict (a v1 record migrated), else UserError naming what is wrong."""
     if not isinstance(record, dict):
         raise UserError(f"{source}: not a gpuenv result record (top level is not an object)")
     if record.get("schema") != SCHEMA:
         raise UserError(f"{source}: not a gpuenv result record (schema is {record.get('schema')!r})")
     version = record.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is int and version == 1:
+        return _seal(models.migrate_v1(record), source)
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise UserError(
             f"{source}: result schema version {version!r} is not supported by this gpuenv "
-            f"(reads version {SCHEMA_VERSION}); use the gpuenv release that wrote it, or upgrade gpuenv"
+            f"(reads versions {', '.join(map(str, READS_VERSIONS))}); "
+            "use the gpuenv release that wrote it, or upgrade gpuenv"
         )
-    if not isinstance(record.get("tags", {}), dict):
-        raise UserError(f"{source}: invalid result record: field 'tags' must be an object")
+    return _checked(record, source)
+
+
+def seal(record: dict) -> dict:
+    """Set the record's workload_id and validate it: the normalised dict that gets written."""
+    return _seal(record, "new record")
+
+
+def _seal(record: dict, source: str) -> dict:
+    out = _checked({**record, "workload_id": _UNSET_ID}, source)
+    out["workload_id"] = models.record_workload_id(out)
+    return out
+
+
+def _checked(record: dict, source: str) -> dict:
     mode = record.get("measurement_mode")
-    if mode not in MEASUREMENT_MODES:
-        raise UserError(f"{source}: invalid result record: unknown measurement_mode {mode!r}")
-    for path, typ in {**_COMMON, **_BY_MODE[mode]}.items():
-        try:
-            value = _get(record, path)
-        except KeyError:
-            raise UserError(f"{source}: invalid result record: missing field '{path}'") from None
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            raise UserError(f"{source}: invalid result record: field '{path}' has the wrong type")
-    if record["status"] not in STATUSES:
-        raise UserError(f"{source}: invalid result record: status {record['status']!r} not in {STATUSES}")
-    if mode == TIME_TO_REWARD:
-        return _validate_ttr(record, source)
-    if record["status"] == "ok":
-        s = record["summary"].get("env_steps_per_s")
-        fields_ok = isinstance(s, dict) and all(
-            _positive(s.get(k)) for k in ("median", "ci_low", "ci_high")
+    if mode not in known_modes():
+        raise UserError(
+            f"{source}: invalid result record: unknown measurement_mode {mode!r} (known: {', '.join(known_modes())})"
         )
-        if not fields_ok:
-            raise UserError(
-                f"{source}: invalid result record: an ok record needs summary.env_steps_per_s "
-                "with positive median, ci_low, ci_high"
-            )
-    else:
-        _check_failure(record, source)
-    for i, p in enumerate(record["processes"]):
-        if not isinstance(p, dict) or not isinstance(p.get("env_steps_per_s", []), list):
-            raise UserError(f"{source}: invalid result record: processes[{i}] is malformed")
-        if not all(_positive(v) for v in p.get("env_steps_per_s", [])):
-            raise UserError(f"{source}: invalid result record: processes[{i}].env_steps_per_s has a non-positive value")
-    return record
+    try:
+        model = record_model(mode).model_validate(record)
+    except ValidationError as e:
+        raise UserError(f"{source}: invalid result record: {_first_error(e)}") from None
+    return model.model_dump(mode="json", by_alias=True)
 
 
-def _validate_ttr(record: dict, source: str) -> dict:
-    for i, r in enumerate(record["runs"]):
-        if not isinstance(r, dict) or r.get("status") not in _RUN_STATUSES or not isinstance(r.get("seed"), int):
-            raise UserError(f"{source}: invalid result record: runs[{i}] needs a seed and a status in {_RUN_STATUSES}")
-        if r["status"] == "failed" and not isinstance(r.get("failure"), str):
-            raise UserError(f"{source}: invalid result record: runs[{i}] is failed without a reason")
-        if r["status"] != "failed" and not all(
-            _number(r.get(k)) for k in ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
-        ):
-            raise UserError(f"{source}: invalid result record: runs[{i}] lacks its time/steps to threshold")
-    if record["status"] == "ok":
-        s = record["summary"]
-        for key in ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold"):
-            t = s.get(key)
-            if not (isinstance(t, dict) and all(_number(t.get(k)) for k in ("iqm", "ci_low", "ci_high"))):
-                raise UserError(
-                    f"{source}: invalid result record: an ok time-to-reward record needs summary.{key} "
-                    "with iqm, ci_low, ci_high"
-                )
-        for key in ("seeds", "reached", "pass_min_seeds", "startup_s_median", "compile_s_median"):
-            if not _number(s.get(key)):
-                raise UserError(f"{source}: invalid result record: summary.{key} is missing or not a number")
-        if not isinstance(s.get("passed"), bool):
-            raise UserError(f"{source}: invalid result record: summary.passed must be true or false")
-    else:
-        _check_failure(record, source)
-    return record
-
-
-def _check_failure(record: dict, source: str) -> None:
-    f = record["failure"]
-    if not isinstance(f, dict) or not isinstance(f.get("reason"), str):
-        raise UserError(f"{source}: invalid result record: a {record['status']} record needs failure.reason")
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _positive(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+def _first_error(e: ValidationError) -> str:
+    err = e.errors(include_url=False)[0]
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+    if err["type"] == "missing":
+        return f"field '{path}' is missing"
+    got = repr(err.get("input"))
+    got = got if len(got) <= 60 else got[:57] + "..."
+    return f"field '{path}' {err['msg'][:1].lower()}{err['msg'][1:]} (got {got})"
 
 
 def _no_nan(token: str) -> float:
@@ -208,3 +115,30 @@ def load(path: Path) -> dict:
     except OSError as e:
         raise UserError(f"{path}: cannot read result file: {e.strerror or e}") from None
     return validate(data, str(path))
+
+
+def json_schema() -> dict:
+    """The JSON Schema of a record of any known measurement mode (a union on measurement_mode)."""
+    union = Union[tuple(record_model(m) for m in known_modes())]  # noqa: UP007 - built at run time
+    adapter = TypeAdapter(Annotated[union, Field(discriminator="measurement_mode")])
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:gpuenv:result:{SCHEMA_VERSION}",
+        "title": f"gpuenv result record (schema {SCHEMA!r}, schema_version {SCHEMA_VERSION})",
+        "description": (
+            "One JSON record per benchmark case; see docs/results-schema.md. Generated from the pydantic "
+            "models: python -m gpuenv.results.schema --write docs/results-schema.json"
+        ),
+        **adapter.json_schema(by_alias=True),
+    }
+
+
+def write_json_schema(path: Path) -> Path:
+    Path(path).write_text(json.dumps(json_schema(), indent=2) + "\n")
+    return Path(path)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "--write":
+        sys.exit("usage: python -m gpuenv.results.schema --write docs/results-schema.json")
+    print(write_json_schema(Path(sys.argv[2])))

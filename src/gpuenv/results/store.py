@@ -71,8 +71,10 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def write_record(directory: Path, record: dict) -> Path:
-    schema.validate(record, "new record")  # never write what we could not read back
-    return write_atomic_new(directory, record["case_key"], record)
+    """Seal the record (workload_id, validation: never write what we could not read back) and write
+    the normalised dict it gives."""
+    sealed = schema.seal(record)
+    return write_atomic_new(directory, sealed["case_key"], sealed)
 
 
 def load_dir(directory: Path) -> tuple[list[dict], list[str]]:

@@ -1,7 +1,8 @@
-"""One worker process = one measurement of one case. Started as `python -m gpuenv worker SPEC OUT`.
+"""One worker process = one process of one case. Started as `python -m gpuenv worker SPEC OUT`.
 
-It imports only its own backend, times startup (imports, build + reset) and the steady state via
-gpuenv.measure, and writes one JSON object to OUT: the measurement, or the error that stopped it.
+The spec names its measurement mode; the mode's `worker(spec)` does the work (it imports only its
+own backend). The worker writes one JSON object to OUT: the result, or the error that stopped it with
+its failure kind (results.models.FailureKind), decided by the exception's type, never its text.
 """
 
 from __future__ import annotations
@@ -9,100 +10,47 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 
-from gpuenv.backends.base import Case, action_pool
-from gpuenv.errors import UserError
-from gpuenv.measure.monitor import Monitor
-from gpuenv.measure.timing import MeasureSettings, measure_throughput
-from gpuenv.registry import DEFAULT_REGISTRY
-from gpuenv.tasks import get_task
+from gpuenv.errors import Diverged, Unsupported, UserError
 
 WORKER_ERROR_EXIT = 3
 
 
-def measure_case(spec: dict, clock=time.perf_counter) -> dict:
-    case = Case(**spec["case"])
-    settings = MeasureSettings(**spec["settings"])
-    info = DEFAULT_REGISTRY.get(case.backend)
-    native = get_task(case.task).native(case.backend)
+def failure_kind(e: BaseException) -> str:
+    if isinstance(e, Unsupported):
+        return "unsupported"
+    if isinstance(e, UserError):
+        return "refused"
+    if isinstance(e, Diverged):
+        return "diverged"
+    if isinstance(e, MemoryError):
+        return "oom"
+    return "crashed"
 
-    t0 = clock()
-    adapter = info.load()
-    import_s = clock() - t0
 
-    stages: dict[str, float] = {}
-    if hasattr(adapter, "open_stages"):  # an adapter whose startup has named stages (Isaac Lab)
-        stepper = None
-        for name, stage in adapter.open_stages(case, native):
-            t0 = clock()
-            stepper = stage() or stepper
-            stages[name] = clock() - t0
-        build_s = sum(stages.values())
-    else:
-        t0 = clock()
-        stepper = adapter.open(case, native)
-        build_s = clock() - t0
-    # No close(): the worker exits right after writing its result, and the orchestrator kills the
-    # worker's process group (SubprocVecEnv children included). Closing 64 env processes one by one
-    # would cost seconds per worker that nobody measures.
-    stepper.load_actions(action_pool(stepper.facts.action_space, case.num_envs, case.action_pool_steps, case.seed))
-    monitor = Monitor()
-    m = measure_throughput(
-        stepper,
-        num_envs=case.num_envs,
-        chunk_steps=case.chunk_steps,
-        settings=settings,
-        clock=clock,
-        on_timed_region=monitor.set_active,
-    )
-    facts = stepper.facts
-    cache = facts.details.pop("compile_cache", "n/a")
-    return {
-        "ok": True,
-        "pid": os.getpid(),
-        "facts": {
-            "native_env_id": facts.native_env_id,
-            "obs_shape": list(facts.obs_shape),
-            "action_space": asdict(facts.action_space),
-            "reset_mode": facts.reset_mode,
-            "device": facts.device,
-            "details": facts.details,
-        },
-        "startup_s": import_s + build_s,
-        "phases_s": {"import": import_s, "build_and_reset": build_s, "compile": m.compile_s, **stages},
-        "compile_cache": cache,
-        "loops": m.loops,
-        "steps_per_value": m.steps_per_value,
-        "calibration_s": m.calibration_s,
-        "warmup_s": m.warmup_s,
-        "value_s": m.value_s,
-        "recalibrated": m.recalibrated,
-        "env_steps_per_s": m.env_steps_per_s,
-        "resources": monitor.samples.summary(),
-    }
+def run(spec: dict) -> dict:
+    if spec.get("provenance"):  # the runner asks a backend's own environment what it has
+        from gpuenv.measure.system import provenance
+
+        return {"ok": True, "provenance": provenance()}
+    from gpuenv.modes import get_mode
+
+    return get_mode(spec["mode"]).worker(spec)
 
 
 def main(spec_path: str, out_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     try:
-        if spec.get("mode") == "ppo":
-            from gpuenv.ppo.train import run_training
-
-            result = run_training(spec)
-        else:
-            result = measure_case(spec)
+        result = run(spec)
         code = 0
-    except UserError as e:
-        result, code = {"ok": False, "error": str(e)}, WORKER_ERROR_EXIT
     except Exception as e:  # noqa: BLE001 - any backend failure becomes this case's recorded failure
-        if type(e).__name__ == "Diverged":  # gpuenv.ppo.train.Diverged: a training outcome, not a bug
-            result = {"ok": False, "error": f"diverged: {e}"}
-        else:
-            result = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        kind = failure_kind(e)
+        message = str(e) if kind in ("unsupported", "refused") else f"{type(e).__name__}: {e}"
+        result = {"ok": False, "kind": kind, "error": message}
+        if kind == "crashed":
+            result["traceback"] = traceback.format_exc()
         code = WORKER_ERROR_EXIT
     tmp = Path(out_path + ".tmp")
     tmp.write_text(json.dumps(result))

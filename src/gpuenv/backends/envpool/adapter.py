@@ -1,0 +1,127 @@
+"""EnvPool: a C++ thread pool stepping a batch of envs.
+
+Variants: `sync` (batch_size = num_envs, one step() per batch) and `async` (send/recv with
+batch_size = num_envs / 2: the pool keeps stepping the other half while Python handles one).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+# EnvPool imports jax (2+ s) only for its optional XLA interface, which gpuenv does not use, and it
+# handles the ImportError. Blocking it in this worker process shortens startup, not steady state.
+XLA_INTERFACE = "off (jax import blocked in the worker: unused)"
+if "jax" not in sys.modules:
+    sys.modules["jax"] = None  # type: ignore[assignment]
+    try:
+        import envpool
+    finally:
+        del sys.modules["jax"]
+else:
+    import envpool
+
+from gpuenv.backends._common import action_space_of, flat_obs_shape
+from gpuenv.backends.base import Case, StepperFacts
+from gpuenv.backends.spec import NativeTask
+
+RESET_MODE = "next-step reset in C++: the step after an episode ends ignores its action and returns the reset obs"
+
+
+def require_env(env_id: str) -> None:
+    """EnvPool releases differ in which envs they register (0.8.x has MuJoCo v4, 1.x adds v5): a
+    missing id is reported for this release, never replaced by another version of the task."""
+    if env_id not in set(envpool.list_all_envs()):
+        from gpuenv.errors import Unsupported
+
+        raise Unsupported(
+            f"envpool {getattr(envpool, '__version__', '?')} has no {env_id}; gpuenv does not substitute "
+            "another version of the task (this envpool release is unsupported for it)"
+        )
+
+
+class EnvPoolStepper:
+    def __init__(self, case: Case, native: NativeTask) -> None:
+        require_env(native.env_id)
+        n = case.num_envs
+        self.batch = n if case.variant == "sync" else max(1, n // 2)
+        # EnvPool's own default (num_threads=0) resolves to min(batch_size, cores); pass it explicitly
+        # so the record states the value used.
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self.num_threads = min(self.batch, cores)
+        self.env = envpool.make(
+            native.env_id,
+            env_type="gymnasium",
+            num_envs=n,
+            batch_size=self.batch,
+            num_threads=self.num_threads,
+            seed=case.seed,
+        )
+        self.async_mode = case.variant == "async"
+        if self.async_mode:
+            self.env.async_reset()
+            self._env_id = self.env.recv()[-1]["env_id"]
+        else:
+            self.env.reset()
+        # A chunk is chunk_steps steps of every env, i.e. chunk_steps * n / batch calls: it must divide
+        # exactly, or the harness would count steps that never ran.
+        if (case.chunk_steps * n) % self.batch:
+            raise ValueError(
+                f"envpool {case.variant}: chunk_steps x num_envs ({case.chunk_steps} x {n}) is not a multiple "
+                f"of batch_size {self.batch}; use an even num_envs"
+            )
+        self.calls_per_chunk = case.chunk_steps * n // self.batch
+        self._actions: np.ndarray | None = None
+        self._i = 0
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=flat_obs_shape(self.env.observation_space),
+            action_space=action_space_of(self.env.action_space),
+            reset_mode=RESET_MODE,
+            device="cpu",
+            details={
+                "mode": case.variant,
+                "batch_size": self.batch,
+                "num_threads": self.num_threads,
+                "env_type": "gymnasium",
+                "xla_interface": XLA_INTERFACE,
+            },
+        )
+
+    def load_actions(self, pool: np.ndarray) -> None:
+        if self.facts.action_space.kind == "box":
+            pool = pool.astype(np.float64)  # EnvPool's MuJoCo/dm_control actions are float64
+        self._actions = pool
+
+    def run(self, loops: int) -> None:
+        pool, n, i = self._actions, len(self._actions), self._i
+        calls = loops * self.calls_per_chunk
+        if self.async_mode:
+            send, recv, batch = self.env.send, self.env.recv, self.batch
+            env_id = self._env_id
+            for _ in range(calls):
+                send(pool[i % n][:batch], env_id)
+                env_id = recv()[-1]["env_id"]
+                i += 1
+            self._env_id = env_id
+        else:
+            step = self.env.step
+            for _ in range(calls):
+                step(pool[i % n])
+                i += 1
+        self._i = i
+
+    def sync(self) -> None:
+        """step()/recv() return only after the pool has produced the batch: nothing is left queued
+        beyond the next batch in async mode, which is the same in every timed value."""
+
+    def close(self) -> None:
+        close = getattr(self.env, "close", None)  # older EnvPool releases have none
+        if close:
+            close()
+
+
+def open(case: Case, native: NativeTask) -> EnvPoolStepper:  # noqa: A001 - the adapter contract
+    return EnvPoolStepper(case, native)

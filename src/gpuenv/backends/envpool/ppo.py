@@ -1,0 +1,90 @@
+"""The envpool backend's batched env for the shared SB3 PPO trainer. Imported only in training workers.
+
+EnvPool breaks all of these in its raw form (verified on envpool 1.2.5): the step that ends an
+episode returns the final observation, and the *next* step ignores its action and returns the reset
+observation with reward 0. Wrapping that naively (EnvPool's own SB3 example, and the course's
+quick-start wrapper) feeds SB3 one spurious transition per episode and never a terminal observation.
+The adapter below resets the finished envs at once (EnvPool accepts `reset(env_ids)` for a subset in
+sync mode) and copies every array EnvPool hands out, because its buffers can be reused by the next call.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from gpuenv.backends.spec import NativeTask
+from gpuenv.modes.ttr.vecenv import NoSubEnvs
+
+
+def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
+    """(SB3 VecEnv, details for the record)."""
+    from gpuenv.backends.envpool.adapter import envpool, require_env
+
+    require_env(native.env_id)
+
+    threads = min(num_envs, (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1))
+    pool = envpool.make(
+        native.env_id, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads, seed=seed
+    )
+    details = {
+        "vectoriser": "gpuenv EnvPoolVecEnv (sync; finished envs reset at once; terminal_observation copied)",
+        "num_threads": threads,
+    }
+    return EnvPoolVecEnv(pool), details
+
+
+class EnvPoolVecEnv(NoSubEnvs, VecEnv):
+    """A correct SB3 VecEnv over an EnvPool env made with env_type="gymnasium" in sync mode."""
+
+    def __init__(self, pool) -> None:
+        cfg = pool.config
+        if cfg["batch_size"] not in (0, cfg["num_envs"]):
+            raise ValueError("EnvPoolVecEnv needs sync mode (batch_size == num_envs); SB3 steps every env at once")
+        self.pool = pool
+        super().__init__(cfg["num_envs"], pool.observation_space, pool.action_space)
+        self._actions: np.ndarray | None = None
+
+    def _ordered(self, obs: np.ndarray, env_id: np.ndarray) -> np.ndarray:
+        out = np.empty((self.num_envs, *obs.shape[1:]), dtype=obs.dtype)
+        out[env_id] = obs  # a copy, whatever order EnvPool returned the envs in
+        return out
+
+    def reset(self) -> np.ndarray:
+        obs, info = self.pool.reset()
+        self._reset_seeds()
+        self._reset_options()
+        return self._ordered(obs, info["env_id"])
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        obs, reward, terminated, truncated, info = self.pool.step(self._actions)
+        ids = info["env_id"]
+        obs = self._ordered(obs, ids)
+        rewards = np.empty(self.num_envs, dtype=np.float32)
+        rewards[ids] = reward
+        term = np.zeros(self.num_envs, dtype=bool)
+        term[ids] = terminated
+        trunc = np.zeros(self.num_envs, dtype=bool)
+        trunc[ids] = truncated
+        dones = term | trunc
+        infos: list[dict] = [{} for _ in range(self.num_envs)]
+        finished = np.flatnonzero(dones)
+        if finished.size:
+            for i in finished:
+                infos[i]["terminal_observation"] = obs[i].copy()
+                infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+            reset_obs, reset_info = self.pool.reset(finished.astype(np.int32))
+            obs[reset_info["env_id"]] = reset_obs
+        return obs, rewards, dones, infos
+
+    def close(self) -> None:
+        close = getattr(self.pool, "close", None)
+        if close:
+            close()
+
+

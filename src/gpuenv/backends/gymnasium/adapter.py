@@ -1,0 +1,104 @@
+"""CPU baseline: Gymnasium envs vectorised the ways users actually compare.
+
+Variants: `subproc` (SB3 SubprocVecEnv, one process per env: the baseline speedups are quoted
+against), `dummy` (SB3 DummyVecEnv, all envs stepped in turn in one process), `sync` (Gymnasium's
+SyncVectorEnv, next-step autoreset).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from gpuenv.backends._common import action_space_of, flat_obs_shape
+from gpuenv.backends.base import Case, StepperFacts
+from gpuenv.backends.spec import NativeTask
+
+# SB3 defaults to forkserver; fork starts 64 env processes in a fraction of the time and steps the
+# same. Startup is recorded apart from steady state either way, and the method is recorded.
+START_METHOD = "fork"
+
+
+def make_env(env_id: str) -> gym.Env:
+    if env_id.startswith("ALE/"):
+        import ale_py
+
+        gym.register_envs(ale_py)
+        # Same preprocessing EnvPool's Pong-v5 does in C++ (see the catalogue in __init__.py).
+        env = gym.make(env_id, frameskip=1, repeat_action_probability=0.0, max_num_frames_per_episode=108_000)
+        env = gym.wrappers.AtariPreprocessing(
+            env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, terminal_on_life_loss=False
+        )
+        return gym.wrappers.FrameStackObservation(env, 4)
+    return gym.make(env_id)
+
+
+class _EnvFn:
+    """Picklable env factory (SubprocVecEnv sends it to the child)."""
+
+    def __init__(self, env_id: str, seed: int) -> None:
+        self.env_id, self.seed = env_id, seed
+
+    def __call__(self) -> gym.Env:
+        env = make_env(self.env_id)
+        env.reset(seed=self.seed)
+        return env
+
+
+class GymnasiumStepper:
+    def __init__(self, case: Case, native: NativeTask) -> None:
+        fns = [_EnvFn(native.env_id, case.seed + i) for i in range(case.num_envs)]
+        details: dict = {"vectoriser": case.variant}
+        if case.variant == "subproc":
+            from stable_baselines3.common.vec_env import SubprocVecEnv
+
+            self.env = SubprocVecEnv(fns, start_method=START_METHOD)
+            details.update(vectoriser="stable_baselines3.SubprocVecEnv", start_method=START_METHOD)
+            reset_mode = "same-step autoreset in each env process (SB3 VecEnv; final obs in info)"
+        elif case.variant == "dummy":
+            from stable_baselines3.common.vec_env import DummyVecEnv
+
+            self.env = DummyVecEnv(fns)
+            details.update(vectoriser="stable_baselines3.DummyVecEnv")
+            reset_mode = "same-step autoreset (SB3 VecEnv; final obs in info)"
+        elif case.variant == "sync":
+            self.env = gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+            details.update(vectoriser="gymnasium.vector.SyncVectorEnv", autoreset_mode="next-step")
+            reset_mode = "next-step autoreset (Gymnasium 1.x: one extra step per episode returns the reset obs)"
+        else:
+            raise ValueError(f"unknown gymnasium variant {case.variant!r}")
+        self._sb3 = case.variant != "sync"
+        self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
+        self.steps_per_chunk = case.chunk_steps
+        self._actions: np.ndarray | None = None
+        self._i = 0
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=flat_obs_shape(self.env.observation_space if self._sb3 else self.env.single_observation_space),
+            action_space=action_space_of(self.env.action_space if self._sb3 else self.env.single_action_space),
+            reset_mode=reset_mode,
+            device="cpu",
+            details=details,
+        )
+
+    def load_actions(self, pool: np.ndarray) -> None:
+        self._actions = pool
+
+    def run(self, loops: int) -> None:
+        pool, step = self._actions, self.env.step
+        n = len(pool)
+        i = self._i
+        for _ in range(loops * self.steps_per_chunk):
+            step(pool[i % n])
+            i += 1
+        self._i = i
+
+    def sync(self) -> None:
+        """Host-side stepping is synchronous: nothing is queued."""
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def open(case: Case, native: NativeTask) -> GymnasiumStepper:  # noqa: A001 - the adapter contract
+    return GymnasiumStepper(case, native)

@@ -1,0 +1,25 @@
+"""Worker environment for JAX backends: JAX's persistent compilation cache on, so only the first
+process of a case compiles (unless the user configured the cache). Imports nothing heavy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpuenv" / "jax"
+
+
+def worker_env() -> dict[str, str]:
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return {}
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(d),
+        # Only compiles that matter: caching every tiny eager op costs more disk I/O than it saves.
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5"),
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": os.environ.get("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0"),
+    }

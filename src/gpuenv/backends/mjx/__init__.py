@@ -1,0 +1,30 @@
+"""mujoco.mjx on Gymnasium's MJCF models, vmapped in a jit-compiled lax.scan chunk."""
+
+from __future__ import annotations
+
+from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv
+
+BACKEND = Backend(
+    name="mjx",
+    adapter="gpuenv.backends.mjx.adapter",
+    requires=("mujoco", "jax", "gymnasium"),
+    extra="mjx",
+    variants=("jax",),
+    description="mujoco.mjx on Gymnasium's MJCF models, vmapped in a jit-compiled lax.scan chunk",
+    device="gpu",
+    variant_notes={"jax": "MJX implementation 'jax' (runs on CPU and GPU)"},
+    packages=("mujoco-mjx", "mujoco", "playground", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin"),
+    library="mujoco-mjx",
+    tasks={
+        "halfcheetah": NativeTask("half_cheetah.xml", 0.05, 5, 0.01, 1000, (17,), "box", 6, "mujoco.mjx on Gymnasium's v5 MJCF"),
+        "ant": NativeTask("ant.xml", 0.05, 5, 0.01, 1000, (27,), "box", 8, "mujoco.mjx on Gymnasium's v5 MJCF; obs qpos+qvel"),
+        "humanoid": NativeTask(
+            "humanoid.xml", 0.015, 5, 0.003, 1000, (45,), "box", 17,
+            unsupported="Gymnasium's humanoid.xml uses the PGS solver, which MJX does not implement; "
+            "changing the solver would change the task",
+        ),
+    },
+    image=Image("MuJoCo MJX on JAX with CUDA 12 wheels, SB3 (shared PPO)", ("mjx", "ppo", "cuda12"), "12", "docker/mjx.Dockerfile"),
+    ppo_env=PpoEnv("gpuenv.backends.mjx.ppo:make_vecenv", jit_compiled=True),
+    worker_env="gpuenv.backends.jax_cache:worker_env",
+)

@@ -1,0 +1,151 @@
+"""What a backend declares: one `Backend` per backend package, read by everything that lists backends.
+
+A backend is a package `gpuenv.backends.<name>` (or any importable plug-in module) whose top level
+defines `BACKEND = Backend(...)` and imports nothing heavy. Its adapter module (imported only in a
+worker that runs it) implements the stepper contract in gpuenv.backends.base. The registry, the
+suites, the modes, the images, provenance, the report and the sweep read these declarations; no other
+module names a backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuenv.errors import BackendUnavailable
+
+
+@dataclass(frozen=True)
+class NativeTask:
+    """How one backend provides a logical task (see gpuenv.tasks), and the facts that change speed."""
+
+    env_id: str
+    control_dt_s: float | None  # seconds of simulated time per agent step
+    frame_skip: int  # simulator frames (or physics substeps) per agent step
+    physics_dt_s: float | None  # one physics step
+    episode_steps: int  # time limit in agent steps
+    obs_shape: tuple[int, ...]
+    action_kind: str  # "discrete" or "box"
+    action_size: int  # number of discrete actions, or dimensions of the box
+    notes: str = ""
+    unsupported: str = ""  # non-empty: the backend has the env but gpuenv cannot run it faithfully
+    max_return: float | None = None  # largest possible episode return, where known (checks PPO thresholds)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["obs_shape"] = list(self.obs_shape)
+        return d
+
+
+@dataclass(frozen=True)
+class Image:
+    """The backend's Docker image (gpuenv.images builds the matrix from these)."""
+
+    description: str
+    extras: tuple[str, ...]  # pyproject extras the image's lock file covers
+    cuda: str | None  # CUDA major the image's GPU libraries need (None: CPU image)
+    dockerfile: str
+    base_target: bool = True  # builds on docker/base.Dockerfile (the shared, digest-pinned Python base)
+    torch_cpu: bool = True  # torch from the CPU wheel (SB3 only)
+    driver_floor: str | None = None  # a stricter minimum driver than the CUDA table's
+    not_locked: tuple[str, ...] = ()  # dependencies the base image already provides, left untouched
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A backend that runs in its own Python environment (built with uv on first use, cached by the
+    hash of its lock): its libraries conflict with the main install's."""
+
+    python: str  # "3.12"
+    lock: str  # lock file, relative to the repository root (the same lock its image installs)
+
+    def lock_path(self, root: Path) -> Path:
+        return root / self.lock
+
+
+@dataclass(frozen=True)
+class PpoEnv:
+    """The backend's batched env for the shared SB3 PPO trainer."""
+
+    factory: str  # "module:function"(variant, native, num_envs, seed) -> (SB3 VecEnv, details dict)
+    variants: tuple[str, ...] | None = None  # variants it trains on (None: all)
+    eval_variant: str | None = None  # variant of the eval envs (None: the trained variant)
+    jit_compiled: bool = False  # the env step is jit-compiled on first use: its compile is counted apart
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """A PPO trainer: the shared one (time-to-reward mode) or a backend's native one."""
+
+    name: str
+    description: str
+    keys: frozenset[str]  # accepted hyperparameter keys
+    run: str  # "module:function"(case, progress) -> details dict
+    needs: tuple[str, ...] = ()  # modules the trainer imports
+    extra: str = "ppo"
+    variants: tuple[str, ...] | None = None  # for a native trainer: the variants it trains on (None: all)
+    check: str | None = None  # "module:function"(hyperparams, where) raising UserError on bad values
+
+    def unavailable_reason(self) -> str | None:
+        missing = [m for m in self.needs if importlib.util.find_spec(m) is None]
+        if missing:
+            return f"trainer {self.name} is not installed ({', '.join(missing)} missing): pip install 'gpuenv[{self.extra}]'"
+        return None
+
+
+def resolve(path: str) -> Callable[..., Any]:
+    """'package.module:function' -> the function (imports the module)."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    adapter: str  # adapter module, imported only when the backend runs
+    requires: tuple[str, ...]  # top-level modules that must be importable
+    extra: str  # pip extra that installs them
+    variants: tuple[str, ...]  # the first one is the default
+    description: str
+    tasks: dict[str, NativeTask]  # logical task name -> the backend's native env
+    packages: tuple[str, ...] = ()  # distributions whose versions every record carries
+    library: str | None = None  # the distribution its history is drawn against (and `gpuenv sweep` swaps)
+    device: str = "cpu"  # "cpu" or "gpu": where its simulator steps on a GPU machine
+    hidden: bool = False  # test-only backends: runnable by name, never listed or auto-selected
+    variant_notes: dict[str, str] = field(default_factory=dict)
+    min_envs: dict[str, int] = field(default_factory=dict)  # variant -> smallest num_envs it can run
+    install_hint: str = ""  # how to get it, where a pip extra is not the way
+    baseline: str | None = None  # this variant is the baseline that speedups are quoted against
+    image: Image | None = None
+    aliases: tuple[str, ...] = ()  # other names for its image (`make bench-isaac`)
+    environment: Environment | None = None  # None: runs in the main install
+    ppo_env: PpoEnv | None = None
+    trainers: tuple[Trainer, ...] = ()  # native trainers
+    worker_env: str | None = None  # "module:function"() -> env vars its workers need (a compile cache ...)
+
+    def missing(self) -> list[str]:
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
+    def unavailable_reason(self) -> str | None:
+        if self.environment is not None:
+            return None  # its libraries live in its own environment, built on first use
+        missing = self.missing()
+        if not missing:
+            return None
+        how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
+        return f"{self.name} is not installed ({', '.join(missing)} missing): {how}"
+
+    def load(self) -> Any:
+        """Import the adapter module; it exposes `open(case, native) -> Stepper`."""
+        missing = self.missing()
+        if missing:
+            how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
+            raise BackendUnavailable(f"{self.name} is not installed ({', '.join(missing)} missing): {how}")
+        return importlib.import_module(self.adapter)
+
+    def selector(self, variant: str | None = None) -> str:
+        return f"{self.name}:{variant or self.variants[0]}"

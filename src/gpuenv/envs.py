@@ -1,0 +1,98 @@
+"""Python environments built from a lock file with uv, cached by the lock's hash.
+
+Used twice: a backend that declares its own environment (`Backend.environment`: a Python version and
+the lock its image installs) has its workers started with that environment's interpreter, and
+`gpuenv sweep` builds one environment per library version. An environment lives under
+~/.cache/gpuenv/envs/<first 16 hex of sha256(python + lock)>, is reused while the lock is the same,
+and gets gpuenv itself from this checkout (editable, no dependencies), so every environment runs the
+same harness. A half-built environment is removed; `.gpuenv-ready` marks a complete one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuenv.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+READY = ".gpuenv-ready"
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpuenv" / "envs"
+
+
+def uv() -> list[str]:
+    if shutil.which("uv"):
+        return ["uv"]
+    try:
+        import uv as _uv  # noqa: F401
+
+        return [sys.executable, "-m", "uv"]
+    except ImportError:
+        raise UserError("building an environment needs uv: pip install uv (or `make install`)") from None
+
+
+def last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def env_key(lock: str, python: str) -> str:
+    return hashlib.sha256(f"python {python}\n{lock}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class Built:
+    path: Path
+    python: str  # the version asked for ("3.12")
+    lock_sha256: str
+    reused: bool
+
+    @property
+    def interpreter(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def describe(self, name: str) -> dict:
+        return {"name": name, "python": self.python, "lock_sha256": self.lock_sha256, "path": str(self.path)}
+
+
+def location(lock: str, python: str) -> Path:
+    return cache_root() / env_key(lock, python)
+
+
+def is_built(lock: str, python: str) -> bool:
+    return (location(lock, python) / READY).exists()
+
+
+def build(lock: str, python: str, label: str) -> Built:
+    """The environment for this lock (built now, or reused); UserError naming the failed step."""
+    env = location(lock, python)
+    sha = hashlib.sha256(lock.encode()).hexdigest()
+    if (env / READY).exists():
+        return Built(env, python, sha, reused=True)
+    shutil.rmtree(env, ignore_errors=True)
+    env.parent.mkdir(parents=True, exist_ok=True)
+    lock_file = env.parent / f"{env.name}.lock.txt"
+    lock_file.write_text(lock)
+    exe = str(env / "bin" / "python")
+    steps = [
+        ("create the venv", [*uv(), "venv", "--quiet", "--python", python, str(env)]),
+        ("install the lock", [*uv(), "pip", "install", "--quiet", "--python", exe, "-r", str(lock_file)]),
+        ("install gpuenv", [*uv(), "pip", "install", "--quiet", "--python", exe, "--no-deps", "-e", str(ROOT)]),
+    ]
+    for what, cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            shutil.rmtree(env, ignore_errors=True)
+            raise UserError(f"environment {label} (Python {python}): could not {what}: {last_line(r.stderr or r.stdout)}")
+    (env / "gpuenv-lock.txt").write_text(lock)
+    (env / READY).write_text(label + "\n")
+    return Built(env, python, sha, reused=False)

@@ -1,0 +1,177 @@
+"""Measurement modes are plug-ins, looked up by the `measurement_mode` string records carry.
+
+Each mode is a package under gpuenv.modes: its `record` module defines the typed record model
+(`RECORD`, `workload`, `migrate_v1`) and its package defines `MODE`, a `Mode` (suite section, worker
+entry, record building, tables, headline). The runner, the readers and the history tools ask the mode
+instead of branching on it. A new mode is one package and one line in MODE_PACKAGES.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gpuenv.errors import UserError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from gpuenv.registry import Registry
+    from gpuenv.run.runner import Outcome, RecordContext
+
+# measurement_mode string -> the package that implements it.
+MODE_PACKAGES: dict[str, str] = {
+    "env-step-throughput": "gpuenv.modes.throughput",
+    "time-to-reward": "gpuenv.modes.ttr",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The one number a record stands for, as compare / regressions / asv / the report use it."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    unit: str  # "env steps/s", "s to reward"
+    higher_is_better: bool
+
+    def goodness(self) -> float:
+        """A value where higher is always better (for change points)."""
+        return self.value if self.higher_is_better else 1.0 / self.value
+
+
+class Item(Protocol):
+    """One planned case of a mode: what the runner needs to know to run it."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def processes(self) -> int: ...
+
+    @property
+    def timeout_s(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: str
+    items: list[Any]  # the mode's Item objects, in suite order
+    skipped: list[str]  # one line per case the suite lists but this plan does not run, with why
+    unit: str  # "3 processes each", "3 seeds each"
+
+
+class Mode:
+    """Base class of a measurement mode's plug-in object (`MODE` in its package)."""
+
+    name: str  # the measurement_mode string in records
+    suite_kind: str  # the `kind` of its suite files
+    process_word: str = "process"  # what one worker process is, for progress lines
+    stop_after_failure: bool = True  # a failed process ends the case (throughput) or not (seeds)
+    packages: tuple[str, ...] = ()  # distributions its records must carry (beyond the backends')
+
+    # --- suites and plans
+    def load_suite(self, path: Path, data: dict, registry: Registry, *, seeds: int | None) -> Any:
+        raise NotImplementedError
+
+    def plan(self, suite: Any, registry: Registry, *, backends: list[str] | None, tasks: list[str] | None,
+             num_envs: list[int] | None) -> Plan:
+        raise NotImplementedError
+
+    def unavailable(self, item: Any, registry: Registry) -> str | None:
+        """Why this machine cannot run the item beyond its backend (a trainer not installed ...)."""
+        return None
+
+    # --- running (the runner calls these; worker() runs inside the worker process)
+    def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
+        raise NotImplementedError
+
+    def worker(self, spec: dict) -> dict:
+        raise NotImplementedError
+
+    def build_record(self, item: Any, outcomes: list[Outcome], ctx: RecordContext) -> dict:
+        raise NotImplementedError
+
+    # --- reading records
+    def headline(self, record: dict) -> Headline:
+        raise NotImplementedError
+
+    def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
+        """NEW/OLD of the headline value with a 95% interval."""
+        raise NotImplementedError
+
+    def progress_line(self, record: dict) -> str:
+        h = self.headline(record)
+        return f"{h.value:,.1f} {h.unit}"
+
+    def tables(self, records: list[dict]) -> list[Table]:
+        return []
+
+    def footnotes(self, records: list[dict]) -> list[str]:
+        return []
+
+    def markdown(self, records: list[dict]) -> str:
+        return ""
+
+    def missed(self, record: dict) -> bool:
+        """An ok record that missed its pass criterion (the CLI exits 1)."""
+        return False
+
+    def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
+        """HTML sections of the report site, from the latest record per case (PNG files into out)."""
+        return iter(())
+
+    def asv_benchmark(self, record: dict) -> str:
+        """asv benchmark name."""
+        raise NotImplementedError
+
+    def asv_value(self, record: dict) -> float:
+        """The headline as asv stores it: smaller is better (asv's rule)."""
+        h = self.headline(record)
+        return 1.0 / h.value if h.higher_is_better else h.value
+
+
+def known_modes() -> list[str]:
+    return list(MODE_PACKAGES)
+
+
+def get_mode(name: str) -> Mode:
+    pkg = MODE_PACKAGES.get(name)
+    if pkg is None:
+        raise UserError(f"unknown measurement mode {name!r} (known: {', '.join(MODE_PACKAGES)})")
+    return importlib.import_module(pkg).MODE
+
+
+def all_modes() -> list[Mode]:
+    return [get_mode(n) for n in MODE_PACKAGES]
+
+
+def mode_for_kind(kind: str) -> Mode:
+    for m in all_modes():
+        if m.suite_kind == kind:
+            return m
+    raise UserError(f"unknown suite kind {kind!r} (known: {', '.join(m.suite_kind for m in all_modes())})")
+
+
+def of(record: dict) -> Mode:
+    return get_mode(record["measurement_mode"])
+
+
+def record_model(mode: str) -> Any:
+    """The pydantic model of a mode's records (imports only that mode's record module)."""
+    if mode not in MODE_PACKAGES:
+        raise UserError(f"unknown measurement mode {mode!r} (known: {', '.join(MODE_PACKAGES)})")
+    return importlib.import_module(MODE_PACKAGES[mode] + ".record").RECORD
+
+
+def record_module(mode: str) -> Any:
+    if mode not in MODE_PACKAGES:
+        raise UserError(f"unknown measurement mode {mode!r} (known: {', '.join(MODE_PACKAGES)})")
+    return importlib.import_module(MODE_PACKAGES[mode] + ".record")

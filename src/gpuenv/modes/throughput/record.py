@@ -1,0 +1,122 @@
+"""The env-step-throughput record: random actions, no policy, steps per second of the whole batch."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from gpuenv.results.models import (
+    Failure,
+    Identifier,
+    Int,
+    Model,
+    NonNegFloat,
+    NonNegInt,
+    OpenModel,
+    PosFloat,
+    PosInt,
+    RateInterval,
+    RecordBase,
+    Str,
+    catalogue_workload,
+    legacy_failure,
+)
+
+
+class ThroughputCase(Model):
+    backend: Identifier
+    variant: Identifier
+    task: Identifier
+    num_envs: PosInt
+    chunk_steps: PosInt  # steps of every env per timed call
+    seed: Int
+    action_pool_steps: PosInt
+
+
+class Physics(Model):
+    control_dt_s: PosFloat | None
+    frame_skip: PosInt  # simulator frames (or physics substeps) per agent step
+    physics_dt_s: PosFloat | None
+    episode_steps: PosInt
+
+
+class ThroughputWhat(Model):
+    native_env_id: Str
+    physics: Physics
+    obs_shape: list[NonNegInt] | None  # null when no process finished
+    action_space: dict[str, Any] | None
+    action_distribution: Str
+    reset_mode: Str
+    device: Str | None
+    details: dict[str, Any]  # backend facts that change speed
+    catalogue: dict[str, Any]  # the task catalogue's entry, as declared
+
+
+class ThroughputSettings(Model):
+    processes: PosInt
+    values: PosInt
+    warmups: NonNegInt
+    min_time_s: PosFloat
+    chunk_steps: PosInt
+    timeout_s: PosFloat
+    seed: Int
+
+
+class ProcessResult(OpenModel):
+    """One worker process: its timings and rates, or why it has none (the rest is kept as written)."""
+
+    index: NonNegInt
+    failure: Failure | None = None
+    env_steps_per_s: list[PosFloat] = []
+
+
+class ThroughputSummary(Model):
+    env_steps_per_s: RateInterval
+    frames_per_s_median: PosFloat
+    physics_steps_per_s_median: PosFloat | None  # null where frames are not physics steps (Atari)
+    startup_s_median: NonNegFloat
+    compile_s_median: NonNegFloat
+    compile_s_cold: list[NonNegFloat]
+    compile_s_warm: list[NonNegFloat]
+    cpu_percent_mean: list[NonNegFloat | None]
+    bottleneck: Str | None
+    warnings: list[Str]
+
+
+class ThroughputRecord(RecordBase):
+    measurement_mode: Literal["env-step-throughput"]
+    case: ThroughputCase
+    what: ThroughputWhat
+    settings: ThroughputSettings
+    processes: list[ProcessResult]
+    summary: ThroughputSummary | None
+
+    @field_validator("processes")
+    @classmethod
+    def _processes_when_ok(cls, v: list, info: ValidationInfo) -> list:
+        if info.data.get("status") == "ok" and not v:
+            raise PydanticCustomError("empty", "must not be empty when status is 'ok'")
+        return v
+
+
+RECORD = ThroughputRecord
+
+
+def workload(record: dict) -> dict:
+    """What was measured: the case, how long each value is timed, and the catalogue's physics."""
+    return {
+        "case": record["case"],
+        "min_time_s": record["settings"]["min_time_s"],
+        "warmups": record["settings"]["warmups"],
+        "catalogue": catalogue_workload(record["what"]["catalogue"]),
+    }
+
+
+def migrate_v1(record: dict) -> dict:
+    """v1 -> v2, after the common part: a process's failure string becomes a failure object."""
+    for i, p in enumerate(record.get("processes") or []):
+        if isinstance(p, dict) and isinstance(p.get("failure"), str):
+            p["failure"] = legacy_failure(p["failure"], process=p.get("index", i))
+    return record

@@ -1,0 +1,214 @@
+"""Throughput tables (terminal, markdown) and report-site sections: per task, each backend and
+num_envs, with the speedup over the baseline backend (its declaration says which) at the same num_envs."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from gpuenv.measure import stats
+from gpuenv.registry import default_registry
+from gpuenv.report.format import colour, duration, fmt_rate, html_table, label, plt_module
+from gpuenv.tasks import task_rank as _task_rank
+
+
+def _groups(record: dict) -> list[list[float]]:
+    return [p["env_steps_per_s"] for p in record["processes"] if p.get("env_steps_per_s")]
+
+
+def speedup(record: dict, baseline: dict | None) -> stats.Summary | None:
+    if baseline is None or baseline["status"] != "ok" or record["status"] != "ok":
+        return None
+    return stats.ratio(_groups(record), _groups(baseline))
+
+
+def tables(records: list[dict]) -> list[Table]:
+    baseline = default_registry().baseline()
+    vs = f"vs {baseline[1]}" if baseline else "vs baseline"
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: _task_rank(r["case"]["task"])):
+        by_task[r["case"]["task"]].append(r)
+    out = []
+    for task, recs in by_task.items():
+        # The baseline comes from the same run (same machine, same moment), never from another.
+        base = {
+            (r["run_id"], r["case"]["num_envs"]): r
+            for r in recs
+            if (r["case"]["backend"], r["case"]["variant"]) == baseline and r["status"] == "ok"
+        }
+        t = Table(title=f"{task}: env steps/s, median and 95% interval", title_justify="left")
+        for col, just in [
+            ("backend", "left"),
+            ("envs", "right"),
+            ("steps/s", "right"),
+            ("95% interval", "right"),
+            (vs, "right"),
+            ("compile s", "right"),
+            ("bottleneck", "left"),
+        ]:
+            t.add_column(col, justify=just)
+        for r in sorted(recs, key=lambda r: (r["case"]["num_envs"], r["case"]["backend"], r["case"]["variant"])):
+            c = r["case"]
+            name = f"{c['backend']}:{c['variant']}"
+            if r["status"] != "ok":
+                t.add_row(name, str(c["num_envs"]), f"[red]{r['failure']['kind']}[/]", escape(r["failure"]["reason"][:60]), "", "", "")
+                continue
+            s = r["summary"]["env_steps_per_s"]
+            sp = speedup(r, base.get((r["run_id"], c["num_envs"])))
+            sp_text = "" if sp is None else f"{sp.median:.2f}x [{sp.ci_low:.2f}-{sp.ci_high:.2f}]"
+            half = 100 * (s["ci_high"] - s["ci_low"]) / 2 / s["median"]
+            interval = f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])} (+-{half:.0f}%)"
+            if half > 100 * stats.WIDE_INTERVAL:
+                interval = f"[yellow]{interval}[/]"
+            compile_s = r["summary"].get("compile_s_cold") or [r["summary"].get("compile_s_median", 0.0)]
+            t.add_row(
+                name,
+                str(c["num_envs"]),
+                fmt_rate(s["median"]),
+                interval,
+                sp_text,
+                f"{max(compile_s):.1f}",
+                r["summary"].get("bottleneck", ""),
+            )
+        out.append(t)
+    return out
+
+
+def footnotes(records: list[dict]) -> list[str]:
+    """Warnings worth reading: wide intervals as one line, anything else one line per case."""
+    ok = [r for r in records if r["status"] == "ok"]
+    wide = [r for r in ok if r["summary"]["env_steps_per_s"]["rel_half_width"] > stats.WIDE_INTERVAL]
+    lines = []
+    if wide:
+        lines.append(
+            f"{len(wide)} of {len(ok)} cases have a 95% interval wider than +-{100 * stats.WIDE_INTERVAL:.0f}% "
+            "(yellow above): the machine is noisy; raise min_time_s / values, or use a quieter machine"
+        )
+    for r in ok:
+        for w in r["summary"].get("warnings", []):
+            if not w.startswith("wide interval"):
+                lines.append(f"{r['case_key']}: {w}")
+    return lines
+
+
+def markdown(records: list[dict]) -> str:
+    """Compact markdown: one row per task x backend, one column per num_envs, for READMEs."""
+    sizes = sorted({r["case"]["num_envs"] for r in records})
+    by_row: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
+    for r in records:
+        c = r["case"]
+        cell = r["status"]
+        if r["status"] == "ok":
+            s = r["summary"]["env_steps_per_s"]
+            cell = f"{fmt_rate(s['median'])} ({fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])})"
+        by_row[(c["task"], f"{c['backend']}:{c['variant']}")][c["num_envs"]] = cell
+    head = "| task | backend | " + " | ".join(f"{n} envs" for n in sizes) + " |"
+    lines = [head, "|" + "---|" * (len(sizes) + 2)]
+    for task, backend in sorted(by_row, key=lambda k: (_task_rank(k[0]), k[1])):
+        cells = by_row[(task, backend)]
+        lines.append(f"| {task} | {backend} | " + " | ".join(cells.get(n, "") for n in sizes) + " |")
+    return "\n".join(lines)
+
+
+# --- report site -----------------------------------------------------------------------------------
+
+task_rank = _task_rank
+
+
+def _by_task(records: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"])):
+        out[r["case"]["task"]].append(r)
+    return out
+
+
+def scaling_plot(task: str, recs: list[dict], path: Path) -> None:
+    plt = plt_module()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lines: dict[str, list[dict]] = defaultdict(list)
+    for r in recs:
+        lines[label(r)].append(r)
+    for name, rs in sorted(lines.items()):
+        rs.sort(key=lambda r: r["case"]["num_envs"])
+        x = [r["case"]["num_envs"] for r in rs]
+        s = [r["summary"]["env_steps_per_s"] for r in rs]
+        ax.plot(x, [v["median"] for v in s], marker="o", label=name, color=colour(name))
+        ax.fill_between(x, [v["ci_low"] for v in s], [v["ci_high"] for v in s], alpha=0.2, color=colour(name))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("num_envs")
+    ax.set_ylabel("env steps/s (median, 95% band)")
+    ax.set_title(f"{task}: throughput scaling")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def comparison_plot(recs: list[dict], num_envs: int, path: Path) -> bool:
+    rows = [r for r in recs if r["case"]["num_envs"] == num_envs]
+    if not rows:
+        return False
+    plt = plt_module()
+    rows.sort(key=lambda r: (task_rank(r["case"]["task"]), label(r)))
+    names = [f"{r['case']['task']} / {label(r)}" for r in rows]
+    med = [r["summary"]["env_steps_per_s"]["median"] for r in rows]
+    err = [
+        [m - r["summary"]["env_steps_per_s"]["ci_low"] for m, r in zip(med, rows)],
+        [r["summary"]["env_steps_per_s"]["ci_high"] - m for m, r in zip(med, rows)],
+    ]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.5))
+    ax.barh(names, med, xerr=err, color="tab:blue", alpha=0.8)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"env steps/s at {num_envs} envs (median, 95% interval)")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def decision_rows(records: list[dict]) -> list[tuple[str, str, int, float, float, float]]:
+    """(task, backend, best num_envs, steps/s, seconds to 10M, seconds to 1B) per task x backend."""
+    best: dict[tuple[str, str], dict] = {}
+    for r in records:
+        k = (r["case"]["task"], label(r))
+        if k not in best or r["summary"]["env_steps_per_s"]["median"] > best[k]["summary"]["env_steps_per_s"]["median"]:
+            best[k] = r
+    rows = []
+    for (task, name), r in sorted(best.items(), key=lambda kv: (task_rank(kv[0][0]), kv[0][1])):
+        rate = r["summary"]["env_steps_per_s"]["median"]
+        rows.append((task, name, r["case"]["num_envs"], rate, 1e7 / rate, 1e9 / rate))
+    return rows
+
+
+
+def site_sections(tp: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
+    if tp:
+        yield ("<h2 id='scaling'>Throughput scaling</h2>")
+        for task, recs in _by_task(tp).items():
+            name = f"scaling-{task}.png"
+            scaling_plot(task, recs, out / name)
+            yield (f"<h3>{html.escape(task)}</h3><img class='plot' src='{name}' alt='{task} scaling'>")
+        sizes = sorted({r["case"]["num_envs"] for r in tp}, key=lambda n: (-sum(r["case"]["num_envs"] == n for r in tp), n))
+        n = num_envs or sizes[0]
+        yield (f"<h2 id='comparison'>Backends at {n} envs</h2>")
+        if comparison_plot(tp, n, out / "comparison.png"):
+            yield ("<img class='plot' src='comparison.png' alt='backend comparison'>")
+        yield ("<h2 id='decision'>Decision table: wall-clock to 10M / 1B env steps on this machine</h2>"
+                     "<p class='note'>At each backend's fastest measured num_envs, random actions, no learning: a floor for what training costs.</p>")
+        yield (html_table(["task", "backend", "best num_envs", "env steps/s", "10M steps", "1B steps"],
+                            [[t, b, n_, fmt_rate(r), duration(a), duration(z)] for t, b, n_, r, a, z in decision_rows(tp)], "decision"))
+        rows = []
+        for r in sorted(tp, key=lambda r: (task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"])):
+            s = r["summary"]["env_steps_per_s"]
+            rows.append([r["case"]["task"], label(r), r["case"]["num_envs"], fmt_rate(s["median"]), f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])}", r["run_id"]])
+        yield ("<h2 id='throughput-table'>All throughput cases</h2>" + html_table(["task", "backend", "envs", "steps/s", "95% interval", "run"], rows, "throughput"))
+

@@ -1,0 +1,94 @@
+"""PPO time-to-reward: wall-clock and env steps until a deterministic evaluation reaches a return
+threshold, one worker process per seed, IQM and 95% interval over seeds. Imports stay inside the
+methods: loading a record module imports this package, and that must stay cheap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gpuenv.modes import Headline, Mode, Plan
+
+
+class TimeToReward(Mode):
+    name = "time-to-reward"
+    suite_kind = "time-to-reward"
+    process_word = "seed"
+    stop_after_failure = False  # one seed failing says nothing about the others
+    packages = ("stable-baselines3", "torch", "tensorboardx")
+
+    def load_suite(self, path: Path, data: dict, registry: Any, *, seeds: int | None) -> Any:
+        from gpuenv.modes.ttr.suite import load_ppo_suite
+
+        return load_ppo_suite(path, data, registry, seeds=seeds)
+
+    def plan(self, suite: Any, registry: Any, *, backends: list[str] | None, tasks: list[str] | None,
+             num_envs: list[int] | None) -> Plan:
+        from gpuenv.modes.ttr.suite import plan
+
+        return plan(suite, registry, backends=backends, tasks=tasks, num_envs=num_envs)
+
+    def unavailable(self, item: Any, registry: Any) -> str | None:
+        from gpuenv.modes.ttr.suite import trainers
+
+        return trainers(registry)[item.case.trainer][0].unavailable_reason()
+
+    def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
+        tb = out_dir / "tensorboard" / item.case.key / f"seed{index}"
+        return {"mode": self.name, "case": item.case.to_dict(), "seed": index, "tb_dir": str(tb)}
+
+    def worker(self, spec: dict) -> dict:
+        from gpuenv.modes.ttr.train import run_training
+
+        return run_training(spec)
+
+    def build_record(self, item: Any, outcomes: list, ctx: Any) -> dict:
+        from gpuenv.modes.ttr.build import build_record
+
+        return build_record(item, outcomes, ctx)
+
+    def headline(self, record: dict) -> Headline:
+        t = record["summary"]["time_to_threshold_s"]
+        return Headline(t["iqm"], t["ci_low"], t["ci_high"], "s to reward", higher_is_better=False)
+
+    def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
+        from gpuenv.modes.ttr.report import iqm_ratio
+
+        return iqm_ratio(new, old)
+
+    def progress_line(self, record: dict) -> str:
+        from gpuenv.report.format import fmt_s
+
+        sm = record["summary"]
+        t = sm["time_to_threshold_s"]
+        return f"{sm['reached']}/{sm['seeds']} reached {record['case']['threshold']:g}; wall s IQM {fmt_s(t['iqm'])}"
+
+    def missed(self, record: dict) -> bool:
+        return record["status"] == "ok" and record["summary"]["passed"] is False
+
+    def tables(self, records: list[dict]) -> list:
+        from gpuenv.modes.ttr import report
+
+        return report.tables(records)
+
+    def footnotes(self, records: list[dict]) -> list[str]:
+        from gpuenv.modes.ttr import report
+
+        return report.footnotes(records)
+
+    def markdown(self, records: list[dict]) -> str:
+        from gpuenv.modes.ttr import report
+
+        return report.markdown(records)
+
+    def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
+        from gpuenv.modes.ttr import report
+
+        return report.site_sections(records, out)
+
+    def asv_benchmark(self, record: dict) -> str:
+        return f"gpuenv_records.ppo_{record['case']['task']}.track_seconds_to_reward"
+
+
+MODE = TimeToReward()

@@ -1,0 +1,134 @@
+"""The time-to-reward record: PPO to a return threshold, one run per seed, IQM over seeds."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from gpuenv.results.models import (
+    Bool,
+    Failure,
+    Float,
+    Fraction,
+    Identifier,
+    IqmInterval,
+    Model,
+    NonNegFloat,
+    NonNegInt,
+    OpenModel,
+    PosFloat,
+    PosInt,
+    RecordBase,
+    Str,
+    catalogue_workload,
+    legacy_failure,
+    presence,
+)
+
+VALUE_KEYS = ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
+
+
+class TtrCase(Model):
+    backend: Identifier
+    variant: Identifier
+    task: Identifier
+    trainer: Identifier
+    num_envs: PosInt
+    threshold: Float  # evaluation return to reach
+    max_env_steps: PosInt
+    max_time_s: PosFloat
+    eval_every_steps: PosInt
+    eval_episodes: PosInt
+    hyperparams: dict[str, Any]
+
+
+class TtrWhat(Model):
+    native_env_id: Str
+    trainer: Str  # what the trainer is, in words
+    catalogue: dict[str, Any]
+    details: dict[str, Any]
+    protocol: Str  # how the clock and the evaluations work, in one sentence
+
+
+class TtrSettings(Model):
+    seeds: PosInt
+    pass_min_seeds: PosInt
+    timeout_s: PosFloat
+
+
+class TtrRun(OpenModel):
+    """One seed: reached the threshold, censored at its budget (values = what it spent), or failed."""
+
+    seed: NonNegInt
+    status: Literal["reached", "censored", "failed"]
+    failure: Failure | None = Field(None, validate_default=True)  # required exactly when failed
+    time_to_threshold_s: NonNegFloat | None = Field(None, validate_default=True)
+    train_time_to_threshold_s: NonNegFloat | None = Field(None, validate_default=True)
+    env_steps_to_threshold: NonNegFloat | None = Field(None, validate_default=True)
+    curve: list[dict[str, Any]] = []
+
+    @field_validator("failure", mode="before")
+    @classmethod
+    def _failure_iff_failed(cls, v: Any, info: ValidationInfo) -> Any:
+        status = info.data.get("status")
+        return v if status is None else presence(v, needed=status == "failed", when=f"status is {status!r}")
+
+    @field_validator(*VALUE_KEYS, mode="before")
+    @classmethod
+    def _values_unless_failed(cls, v: Any, info: ValidationInfo) -> Any:
+        status = info.data.get("status")
+        return v if status in (None, "failed") else presence(v, needed=True, when=f"status is {status!r}")
+
+
+class TtrSummary(Model):
+    seeds: NonNegInt
+    reached: NonNegInt
+    censored: NonNegInt
+    failed: NonNegInt
+    success_rate: Fraction
+    pass_min_seeds: PosInt
+    passed: Bool
+    time_to_threshold_s: IqmInterval
+    train_time_to_threshold_s: IqmInterval
+    env_steps_to_threshold: IqmInterval
+    startup_s_median: NonNegFloat
+    compile_s_median: NonNegFloat
+    eval_s_median: NonNegFloat
+    warnings: list[Str]
+
+
+class TtrRecord(RecordBase):
+    measurement_mode: Literal["time-to-reward"]
+    case: TtrCase
+    what: TtrWhat
+    settings: TtrSettings
+    runs: list[TtrRun]
+    summary: TtrSummary | None
+
+    @field_validator("runs")
+    @classmethod
+    def _a_finished_run_when_ok(cls, v: list[TtrRun], info: ValidationInfo) -> list[TtrRun]:
+        if info.data.get("status") == "ok" and all(r.status == "failed" for r in v):
+            raise PydanticCustomError("no_run", "needs a reached or censored run when status is 'ok'")
+        return v
+
+
+RECORD = TtrRecord
+
+
+def workload(record: dict) -> dict:
+    """What was measured: the whole case (trainer, budget, hyperparameters) and the catalogue's physics."""
+    return {"case": record["case"], "catalogue": catalogue_workload(record["what"]["catalogue"])}
+
+
+def migrate_v1(record: dict) -> dict:
+    """v1 -> v2, after the common part: a run's failure string and stderr_tail become a failure object."""
+    for r in record.get("runs") or []:
+        if not isinstance(r, dict):
+            continue
+        tail = r.pop("stderr_tail", "")
+        if isinstance(r.get("failure"), str):
+            r["failure"] = legacy_failure(r["failure"], process=r.get("seed"), stderr_tail=tail)
+    return record

@@ -1,0 +1,185 @@
+"""Terminal tables of time-to-reward records: per task, each backend x trainer, and the probability
+that one reaches the threshold sooner than another."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from itertools import combinations
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from gpuenv.measure import stats
+from gpuenv.report.format import fmt_s, html_table, plt_module
+from gpuenv.tasks import task_rank as _task_rank
+
+
+def label(r: dict) -> str:
+    c = r["case"]
+    return f"{c['backend']}:{c['variant']} / {c['trainer']}"
+
+
+def fmt_steps(x: float) -> str:
+    return f"{x / 1e6:.2f}M" if x >= 1e6 else (f"{x / 1e3:.0f}k" if x >= 1e4 else f"{x:,.0f}")
+
+
+def _agg(a: dict, fmt) -> str:
+    return f"{fmt(a['iqm'])} [{fmt(a['ci_low'])}-{fmt(a['ci_high'])}]"
+
+
+def runs_of(r: dict) -> list[tuple[float, bool]]:
+    return [(x["time_to_threshold_s"], x["status"] == "reached") for x in r["runs"] if x["status"] != "failed"]
+
+
+def iqm_ratio(new: dict, old: dict, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """NEW/OLD of the IQM wall-clock time to threshold, percentile bootstrap over seeds (both sides)."""
+    import numpy as np
+
+    a = np.array([t for t, _ in runs_of(new)], dtype=float)
+    b = np.array([t for t, _ in runs_of(old)], dtype=float)
+    rng = np.random.default_rng(seed)
+    boots = np.array(
+        [stats.iqm(a[rng.integers(0, a.size, a.size)]) / stats.iqm(b[rng.integers(0, b.size, b.size)]) for _ in range(n_boot)]
+    )
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return stats.iqm(a) / stats.iqm(b), float(lo), float(hi)
+
+
+def by_task(records: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (_task_rank(r["case"]["task"]), label(r))):
+        out[r["case"]["task"]].append(r)
+    return out
+
+
+def tables(records: list[dict]) -> list[Table]:
+    out = []
+    for task, recs in by_task(records).items():
+        thresholds = sorted({r["case"]["threshold"] for r in recs})
+        t = Table(
+            title=f"{task}: time to eval return >= {', '.join(f'{x:g}' for x in thresholds)}; IQM over seeds [95% interval]",
+            title_justify="left",
+        )
+        for col, just in [
+            ("backend / trainer", "left"),
+            ("envs", "right"),
+            ("reached", "right"),
+            ("wall s (all)", "right"),
+            ("train s (no startup/compile/eval)", "right"),
+            ("env steps", "right"),
+            ("startup s", "right"),
+            ("compile s", "right"),
+        ]:
+            t.add_column(col, justify=just)
+        for r in recs:
+            c = r["case"]
+            if r["status"] != "ok":
+                t.add_row(label(r), str(c["num_envs"]), f"[red]{r['status']}[/]", escape(r["failure"]["reason"][:70]), "", "", "", "")
+                continue
+            s = r["summary"]
+            reached = f"{s['reached']}/{s['seeds']}"
+            reached = f"[green]{reached}[/]" if s["passed"] else f"[red]{reached}[/]"
+            t.add_row(
+                label(r),
+                str(c["num_envs"]),
+                reached,
+                _agg(s["time_to_threshold_s"], fmt_s),
+                _agg(s["train_time_to_threshold_s"], fmt_s),
+                _agg(s["env_steps_to_threshold"], fmt_steps),
+                fmt_s(s["startup_s_median"]),
+                fmt_s(s["compile_s_median"]),
+            )
+        out.append(t)
+        pairs = pairwise(recs)
+        if pairs:
+            p = Table(title=f"{task}: P(A reaches the threshold sooner than B), wall-clock, [95% interval]", title_justify="left")
+            for col in ("A", "B", "P(A sooner)"):
+                p.add_column(col)
+            for a, b, (prob, lo, hi) in pairs:
+                p.add_row(a, b, f"{prob:.2f} [{lo:.2f}-{hi:.2f}]")
+            out.append(p)
+    return out
+
+
+def pairwise(recs: list[dict]) -> list[tuple[str, str, tuple[float, float, float]]]:
+    ok = [r for r in recs if r["status"] == "ok" and runs_of(r)]
+    return [
+        (label(a), label(b), stats.prob_faster(runs_of(a), runs_of(b)))
+        for a, b in combinations(ok, 2)
+        if a["case"]["threshold"] == b["case"]["threshold"]  # the same target, or the question is moot
+    ]
+
+
+def footnotes(records: list[dict]) -> list[str]:
+    lines = []
+    for r in records:
+        if r["status"] != "ok":
+            continue
+        s = r["summary"]
+        if not s["passed"]:
+            lines.append(f"{r['case_key']}: only {s['reached']} of {s['seeds']} seeds reached the threshold (needs {s['pass_min_seeds']})")
+        for w in s.get("warnings", []):
+            if not w.startswith("only") or "seeds" not in w:
+                lines.append(f"{r['case_key']}: {w}")
+        for x in r["runs"]:
+            if x["status"] == "failed":
+                lines.append(f"{r['case_key']} seed {x['seed']}: failed: {x['failure']['reason']}")
+    return lines
+
+
+def markdown(records: list[dict]) -> str:
+    lines = [
+        "| task | backend / trainer | envs | reached | wall s to threshold | train s (no startup/compile/eval) | env steps |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for task, recs in by_task(records).items():
+        for r in recs:
+            if r["status"] != "ok":
+                lines.append(f"| {task} | {label(r)} | {r['case']['num_envs']} | {r['status']} | | | |")
+                continue
+            s = r["summary"]
+            lines.append(
+                f"| {task} (>= {r['case']['threshold']:g}) | {label(r)} | {r['case']['num_envs']} | {s['reached']}/{s['seeds']} | "
+                f"{_agg(s['time_to_threshold_s'], fmt_s)} | {_agg(s['train_time_to_threshold_s'], fmt_s)} | "
+                f"{_agg(s['env_steps_to_threshold'], fmt_steps)} |"
+            )
+    return "\n".join(lines)
+
+
+# --- report site -----------------------------------------------------------------------------------
+
+
+def ttr_plot(task: str, recs: list[dict], path: Path) -> None:
+    plt = plt_module()
+    names = [label(r) for r in recs]
+    t = [r["summary"]["time_to_threshold_s"] for r in recs]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(recs) + 1.5))
+    ax.barh(names, [v["iqm"] for v in t], xerr=[[v["iqm"] - v["ci_low"] for v in t], [v["ci_high"] - v["iqm"] for v in t]], color="tab:green", alpha=0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"wall-clock s to eval return >= {recs[0]['case']['threshold']:g} (IQM over seeds, 95% interval)")
+    ax.set_title(f"{task}: PPO time-to-reward")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def site_sections(ttr: list[dict], out: Path) -> Iterator[str]:
+    import html
+
+    if ttr:
+        yield ("<h2 id='ttr'>PPO time-to-reward</h2>")
+        by_task: dict[str, list[dict]] = defaultdict(list)
+        for r in ttr:
+            if r["status"] == "ok":
+                by_task[r["case"]["task"]].append(r)
+        for task, recs in sorted(by_task.items(), key=lambda kv: _task_rank(kv[0])):
+            name = f"ttr-{task}.png"
+            ttr_plot(task, recs, out / name)
+            yield (f"<h3>{html.escape(task)}</h3><img class='plot' src='{name}' alt='{task} time to reward'>")
+        rows = [[r["case"]["task"], label(r), f"{r['summary']['reached']}/{r['summary']['seeds']}",
+                 f"{r['summary']['time_to_threshold_s']['iqm']:.1f}", f"{r['summary']['env_steps_to_threshold']['iqm']:.0f}"]
+                for r in ttr if r["status"] == "ok"]
+        yield (html_table(["task", "backend / trainer", "reached", "wall s (IQM)", "env steps (IQM)"], rows, "ttr"))
+

@@ -1,0 +1,287 @@
+"""One PPO training run (one seed) in a worker process, for every trainer the same protocol.
+
+- The clock starts before anything is imported or built; import, build, JAX compile and evaluation
+  time are recorded apart, so time-to-threshold is reported with and without them.
+- Evaluation is deterministic, on separate eval envs, every `eval_every_steps` env steps; the value
+  is the mean return of `eval_episodes` complete episodes.
+- A run stops at the first evaluation that reaches the threshold ("reached"), or at its step or
+  wall-clock budget ("censored": the budget is the run's value, a lower bound, never dropped).
+- A non-finite loss, parameter or return raises Diverged: the run is recorded as failed with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from gpuenv.backends.spec import NativeTask, resolve
+from gpuenv.errors import Diverged
+from gpuenv.modes.ttr.suite import PpoCase
+from gpuenv.registry import default_registry
+
+EVAL_SEED_OFFSET = 1_000_003  # eval envs never share a seed with training envs
+
+
+class Stop(Exception):
+    """Raised inside a trainer's callback to end training (threshold reached or budget spent)."""
+
+
+class Progress:
+    """The run's clock and learning curve; trainers report evaluations here and obey its answer."""
+
+    def __init__(self, case: PpoCase, seed: int, clock: Callable[[], float], t0: float, tb_dir: str | None,
+                 native: NativeTask) -> None:
+        self.case, self.seed, self.clock, self.t0, self.native = case, seed, clock, t0, native
+        self.phases: dict[str, float] = {}
+        self.compile_total: Callable[[], float] = lambda: 0.0
+        self.curve: list[dict] = []
+        self.eval_s = 0.0
+        self.reached: dict | None = None
+        self.stopped_by: str | None = None
+        self.end_s: float | None = None
+        self.next_eval = case.eval_every_steps
+        self.steps_now = 0  # env steps trained so far, where the trainer reports them between evaluations
+        self._last = (0, 0.0)  # (env steps, train seconds) at the previous evaluation, for fps
+        self.tb = None
+        self.tb_note = "not requested"
+        if tb_dir:
+            try:
+                from tensorboardX import SummaryWriter
+
+                self.tb = SummaryWriter(tb_dir)
+                self.tb_note = tb_dir
+            except ImportError:
+                self.tb_note = "not written: tensorboardX is not installed"
+
+    def phase(self, name: str, since: float) -> float:
+        now = self.clock()
+        self.phases[name] = now - since
+        return now
+
+    @property
+    def startup_s(self) -> float:
+        return sum(self.phases.values())
+
+    def wall(self, now: float | None = None) -> float:
+        return (self.clock() if now is None else now) - self.t0
+
+    def over_time(self) -> bool:
+        if self.wall() >= self.case.max_time_s:
+            self.stopped_by = "max_time_s"
+            return True
+        return False
+
+    def record(self, env_steps: int, eval_return: float, eval_end: float, eval_s: float) -> bool:
+        """One evaluation that ended at `eval_end` and took `eval_s` (compile inside it not included,
+        since compile is counted on its own); returns True to keep training.
+
+        Times are taken when the evaluation ends, the moment the run knows where it stands: wall_s
+        counts everything since the clock started, train_s leaves out startup, all compile and all
+        evaluation time up to that moment."""
+        if not math.isfinite(eval_return):
+            raise Diverged(f"evaluation return is {eval_return} at {env_steps} env steps")
+        compile_s = self.compile_total()
+        wall = eval_end - self.t0
+        self.eval_s += eval_s
+        train_s = wall - self.startup_s - compile_s - self.eval_s
+        steps0, train0 = self._last
+        fps = (env_steps - steps0) / (train_s - train0) if train_s > train0 else None
+        self._last = (env_steps, train_s)
+        point = {
+            "env_steps": int(env_steps),
+            "wall_s": wall,
+            "train_s": train_s,
+            "eval_return": float(eval_return),
+            "eval_s": eval_s,
+            "compile_s": compile_s,
+            "train_fps": fps,
+        }
+        self.curve.append(point)
+        if self.tb is not None:
+            self.tb.add_scalar("eval/mean_return", eval_return, env_steps)
+            self.tb.add_scalar("time/wall_s", wall, env_steps)
+            if fps is not None:
+                self.tb.add_scalar("time/fps", fps, env_steps)
+            self.tb.flush()
+        self.next_eval = (env_steps // self.case.eval_every_steps + 1) * self.case.eval_every_steps
+        if eval_return >= self.case.threshold and self.reached is None:
+            self.reached = point
+            self.stopped_by = "threshold"
+            return False
+        if env_steps >= self.case.max_env_steps:
+            self.stopped_by = "max_env_steps"
+            return False
+        return not self.over_time()
+
+    def result(self, details: dict) -> dict:
+        end = self.wall(self.end_s)
+        last = self.curve[-1] if self.curve else {"env_steps": 0}
+        compile_s = self.compile_total()
+        if self.reached:
+            p = self.reached
+            value = {"time_to_threshold_s": p["wall_s"], "train_time_to_threshold_s": p["train_s"], "env_steps_to_threshold": p["env_steps"]}
+        else:  # censored at what the run spent
+            value = {
+                "time_to_threshold_s": end,
+                "train_time_to_threshold_s": end - self.startup_s - compile_s - self.eval_s,
+                "env_steps_to_threshold": max(last["env_steps"], self.steps_now),
+            }
+        if self.tb is not None:
+            self.tb.close()
+        return {
+            "ok": True,
+            "seed": self.seed,
+            "outcome": "reached" if self.reached else "censored",
+            "stopped_by": self.stopped_by or "trainer finished its steps",
+            **value,
+            "best_eval_return": max((p["eval_return"] for p in self.curve), default=None),
+            "wall_s": end,
+            "startup_s": self.startup_s,
+            "phases_s": dict(self.phases),
+            "compile_s": compile_s,
+            "eval_s": self.eval_s,
+            "evaluations": len(self.curve),
+            "curve": self.curve,
+            "tensorboard": self.tb_note,
+            "details": details,
+        }
+
+
+def run_training(spec: dict, clock: Callable[[], float] = time.perf_counter) -> dict:
+    t0 = clock()
+    case = PpoCase(**spec["case"])
+    registry = default_registry()
+    prog = Progress(case, int(spec["seed"]), clock, t0, spec.get("tb_dir"), registry.native(case.task, case.backend))
+    from gpuenv.modes.ttr.suite import trainers
+
+    details = resolve(trainers(registry)[case.trainer][0].run)(case, prog)
+    prog.end_s = prog.end_s if prog.end_s is not None else clock()
+    return prog.result(details)
+
+
+# --- SB3 ----------------------------------------------------------------------------------------
+
+
+def _schedule(v):
+    """rl-zoo style 'lin_0.001': linear decay from the value to 0 over the run."""
+    if isinstance(v, str) and v.startswith("lin_"):
+        start = float(v[4:])
+        return lambda progress_remaining: progress_remaining * start
+    return v
+
+
+def sb3_kwargs(hp: dict) -> dict:
+    import torch
+
+    out = {k: _schedule(v) for k, v in hp.items() if k != "normalize"}
+    pk = dict(out.get("policy_kwargs", {}))
+    if "activation_fn" in pk:
+        acts = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}  # suite.ACTIVATIONS
+        pk["activation_fn"] = acts[pk["activation_fn"]]
+    if pk:
+        out["policy_kwargs"] = pk
+    return out
+
+
+def train_sb3(case: PpoCase, prog: Progress) -> dict:
+    """The shared trainer, on the backend's declared PPO env (Backend.ppo_env)."""
+    t = prog.clock()
+    import stable_baselines3
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    backend = default_registry().get(case.backend)
+    backend.load()  # the simulator's own imports count as import time
+    assert backend.ppo_env is not None  # the suite loader checked it
+    make_vecenv = resolve(backend.ppo_env.factory)
+    t = prog.phase("import", t)
+    native = prog.native
+    venv, details = make_vecenv(case.variant, native, case.num_envs, prog.seed)
+    eval_variant = backend.ppo_env.eval_variant or case.variant  # e.g. no extra processes for eval
+    eval_env, _ = make_vecenv(eval_variant, native, case.eval_episodes, prog.seed + EVAL_SEED_OFFSET)
+    venv = VecMonitor(venv)
+    normalize = bool(case.hyperparams.get("normalize", False))
+    if normalize:
+        venv = VecNormalize(venv, gamma=case.hyperparams.get("gamma", 0.99))
+    policy = "CnnPolicy" if len(native.obs_shape) == 3 else "MlpPolicy"  # Atari frames get SB3's Nature CNN
+    model = PPO(policy, venv, seed=prog.seed, device="cpu", verbose=0, **sb3_kwargs(case.hyperparams))
+    prog.phase("build", t)
+    if backend.ppo_env.jit_compiled:  # the env step is jit-compiled on first use: compile, not training
+        import jax
+
+        prog.compile_total = CompileClock(jax, prog.clock).total
+
+    def evaluate() -> float:
+        obs = eval_env.reset()
+        n = eval_env.num_envs
+        totals, finished = np.zeros(n), np.zeros(n, dtype=bool)
+        while not finished.all():
+            action, _ = model.predict(venv.normalize_obs(obs) if normalize else obs, deterministic=True)
+            obs, reward, done, _ = eval_env.step(action)
+            totals += np.where(finished, 0.0, reward)
+            finished |= done
+        return float(totals.mean())
+
+    class Evaluate(BaseCallback):
+        def _on_step(self) -> bool:
+            prog.steps_now = self.num_timesteps
+            if self.num_timesteps < prog.next_eval:
+                return not prog.over_time()
+            if not all(torch.isfinite(p).all() for p in self.model.policy.parameters()):
+                raise Diverged(f"non-finite policy parameters at {self.num_timesteps} env steps")
+            start = prog.clock()
+            value = evaluate()
+            end = prog.clock()
+            return prog.record(self.num_timesteps, value, end, end - start)
+
+    try:
+        model.learn(total_timesteps=case.max_env_steps, callback=Evaluate())
+    except ValueError as e:  # torch.distributions refuses NaN parameters
+        if "nan" in str(e).lower():
+            raise Diverged(f"NaN in the policy: {str(e).splitlines()[0]}") from None
+        raise
+    prog.end_s = prog.clock()
+    details.update(
+        trainer="stable_baselines3.PPO",
+        stable_baselines3=stable_baselines3.__version__,
+        torch=torch.__version__,
+        torch_threads=torch.get_num_threads(),
+        policy=policy,
+        normalize=normalize,
+        eval_vectoriser=eval_variant,
+        eval_policy="deterministic",
+    )
+    return details
+
+
+class CompileClock:
+    """Seconds JAX spent tracing, lowering and compiling, from JAX's own duration events."""
+
+    def __init__(self, jax, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.events: list[tuple[float, float]] = []  # (when it ended, seconds)
+        jax.monitoring.register_event_duration_secs_listener(self._on)
+
+    # Lowering and XLA compile, one event each per compiled computation. Tracing is left out: a jit
+    # inside a traced function is traced inside the outer trace, so its events nest.
+    EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
+
+    def _on(self, event: str, duration: float, **_kw) -> None:
+        if event in self.EVENTS:
+            self.events.append((self.clock(), duration))
+
+    def total(self) -> float:
+        return sum(d for _, d in self.events)
+
+    def within(self, start: float, end: float) -> float:
+        return sum(d for t, d in self.events if start <= t <= end)
+
+
+def write_tb_path(root: Path, case_key: str, seed: int) -> str:
+    return str(root / "tensorboard" / case_key / f"seed{seed}")

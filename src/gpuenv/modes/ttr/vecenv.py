@@ -1,0 +1,73 @@
+"""SB3 VecEnv plumbing shared by the backends' PPO env factories, and the VecEnv over a jitted JAX
+step (Brax, MJX). SB3's VecEnv contract, which every adapter keeps exactly:
+- on the step that ends an episode, `obs[i]` is already the *reset* observation of env i, and
+  `infos[i]["terminal_observation"]` is a copy of the true final observation;
+- `infos[i]["TimeLimit.truncated"]` is True when the episode ended by the time limit only (SB3 then
+  bootstraps the value of the final observation);
+- infos is a list of one dict per env; rewards are float32, dones bool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+
+class NoSubEnvs:
+    """Attribute plumbing SB3 asks of every VecEnv; these adapters have no per-env Python objects."""
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        if attr_name == "render_mode":
+            return [None for _ in self._get_indices(indices)]
+        raise AttributeError(f"{type(self).__name__} has no per-env attribute {attr_name!r}")
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise AttributeError(f"{type(self).__name__} cannot set per-env attribute {attr_name!r}")
+
+    def env_method(self, method_name: str, *args, indices=None, **kwargs) -> list[Any]:
+        raise AttributeError(f"{type(self).__name__} has no per-env method {method_name!r}")
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+
+class JaxVecEnv(NoSubEnvs, VecEnv):
+    """An SB3 VecEnv over a batched, jitted JAX env step (Brax).
+
+    `step(state, actions) -> (state, obs, reward, terminated, truncated, final_obs)` does the
+    auto-reset on the device; this class only moves arrays to and from numpy.
+    """
+
+    def __init__(self, reset_fn, step_fn, num_envs: int, observation_space, action_space) -> None:
+        super().__init__(num_envs, observation_space, action_space)
+        self._reset_fn, self._step_fn = reset_fn, step_fn
+        self._state = None
+        self._actions = None
+
+    def reset(self) -> np.ndarray:
+        self._state, obs = self._reset_fn()
+        self._reset_seeds()
+        self._reset_options()
+        return np.asarray(obs).copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, dtype=np.float32)
+
+    def step_wait(self):
+        self._state, obs, reward, term, trunc, final_obs = self._step_fn(self._state, self._actions)
+        obs, reward = np.array(obs), np.array(reward, dtype=np.float32)
+        term, trunc = np.asarray(term, dtype=bool), np.asarray(trunc, dtype=bool)
+        dones = term | trunc
+        infos: list[dict] = [{} for _ in range(self.num_envs)]
+        finished = np.flatnonzero(dones)
+        if finished.size:
+            final_obs = np.asarray(final_obs)
+            for i in finished:
+                infos[i]["terminal_observation"] = final_obs[i].copy()
+                infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+        return obs, reward, dones, infos
+
+    def close(self) -> None:
+        self._state = None

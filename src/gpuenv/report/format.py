@@ -1,0 +1,59 @@
+"""Formatting shared by every mode's tables and report sections."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+
+def fmt_rate(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e4:
+        return f"{x / 1e3:.1f}k"
+    return f"{x:,.0f}"
+
+
+def fmt_s(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def duration(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 3 * 86400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
+def label(r: dict) -> str:
+    c = r["case"]
+    return f"{c['backend']}:{c['variant']}"
+
+
+_PALETTE = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
+_COLOURS: dict[str, str] = {}
+
+
+def colour(name: str) -> str:
+    """One colour per backend:variant across every plot of a site."""
+    if name not in _COLOURS:
+        _COLOURS[name] = _PALETTE[len(_COLOURS) % len(_PALETTE)]
+    return _COLOURS[name]
+
+
+def plt_module() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def html_table(head: list[str], rows: list[list[Any]], cls: str) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'

@@ -1,0 +1,260 @@
+"""The generic runner: every case in fresh worker processes, one record per case. It knows no mode.
+
+The mode says what one process of a case does (`process_spec`, run by `gpuenv worker`), whether a
+failed process ends the case, and how outcomes become a record. The runner owns process isolation,
+timeouts, signals, the backend's environment and writing the record. A worker that raises, segfaults,
+hangs or is killed becomes that case's recorded failure; the run goes on. Ctrl-C stops the current
+worker, records the case as interrupted with whatever processes finished, and leaves every earlier
+record in place. The runner never imports a simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuenv.backends.spec import Backend, resolve
+from gpuenv.errors import UserError
+from gpuenv.measure.system import provenance
+from gpuenv.modes import Mode, Plan
+from gpuenv.registry import default_registry
+from gpuenv.results import schema
+from gpuenv.results.store import write_record
+
+STDERR_TAIL = 2000
+
+
+def failure(kind: str, reason: str, process: int | None = None, stderr_tail: str = "") -> dict:
+    """A record's (or a process's) failure: kind is a results.models.FailureKind value."""
+    return {"kind": kind, "reason": reason, "process": process, "stderr_tail": stderr_tail}
+
+
+@dataclass
+class Outcome:
+    index: int
+    result: dict | None  # the worker's JSON when it finished
+    failure: dict | None  # why there is no result (see failure())
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """What every record of a run shares, and how the case ended."""
+
+    suite: str
+    run_id: str
+    where: dict
+    interrupted: bool = False
+    broken: str | None = None  # gpuenv could not summarise the case (a bug): why
+
+    def header(self, *, case_key: str, status: str, mode: str) -> dict:
+        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode)
+
+    def status(self, ok: bool) -> str:
+        return "interrupted" if self.interrupted else ("ok" if ok and not self.broken else "failed")
+
+    def failure(self, outcomes: list[Outcome]) -> dict:
+        """The record's failure when its status is not ok."""
+        if self.interrupted:
+            return failure("interrupted", "interrupted by the user (Ctrl-C or SIGTERM)")
+        if self.broken:
+            return failure("internal", self.broken)
+        first = next((o for o in outcomes if o.failure), None)
+        return first.failure if first and first.failure else failure("crashed", "no process finished")
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+class Interrupt:
+    """Ctrl-C, SIGTERM and SIGHUP during a run. The signal handler only records the request and kills
+    the running worker's process group; the run then stops at a point of its own choosing. (Raising
+    KeyboardInterrupt from the handler could land between a lock's acquire and its `with` block, in
+    rich's progress display say, and leave the process deadlocked on exit.)"""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.current: subprocess.Popen | None = None
+
+    def handler(self, signum: int, frame: Any) -> None:
+        self.requested = True
+        proc = self.current
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+INTERRUPT = Interrupt()
+
+
+@dataclass
+class Launcher:
+    """How a backend's workers start: which interpreter, which extra environment variables."""
+
+    python: str = sys.executable
+    env: dict[str, str] = field(default_factory=dict)
+    environment: dict | None = None  # where.environment of its records (None: the main install)
+
+
+def launcher(backend: Backend) -> Launcher:
+    """The backend's launcher; builds its own environment on first use (UserError if that fails)."""
+    from gpuenv import envs
+
+    extra = resolve(backend.worker_env)() if backend.worker_env else {}
+    if backend.environment is None:
+        return Launcher(env=extra)
+    e = backend.environment
+    lock_path = e.lock_path(envs.ROOT)
+    if not lock_path.is_file():
+        raise UserError(f"backend {backend.name}: its environment lock {lock_path} does not exist")
+    built = envs.build(lock_path.read_text(), e.python, f"for backend {backend.name}")
+    return Launcher(str(built.interpreter), extra, built.describe(backend.name))
+
+
+def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: Launcher | None = None) -> Outcome:
+    how = how or Launcher()
+    spec_path = workdir / f"spec-{index}.json"
+    out_path = workdir / f"out-{index}.json"
+    err_path = workdir / f"stderr-{index}.txt"
+    spec_path.write_text(json.dumps(spec))
+    out_path.unlink(missing_ok=True)
+    INTERRUPT.check()
+    fail: dict | None = None
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [how.python, "-m", "gpuenv", "worker", str(spec_path), str(out_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            env={**os.environ, **how.env},
+            start_new_session=True,  # its own process group: a kill takes its children (SubprocVecEnv) too
+        )
+        INTERRUPT.current = proc
+        rc: int | None
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc, fail = None, failure("timeout", f"timed out after {timeout_s:g} s (hung or too slow); killed", index)
+        except KeyboardInterrupt:  # a plain KeyboardInterrupt (no handler installed)
+            _kill_group(proc)
+            raise
+        finally:
+            INTERRUPT.current = None
+        if INTERRUPT.requested:  # the handler killed this worker: stop here, cleanly
+            _kill_group(proc)
+            raise KeyboardInterrupt
+    tail = err_path.read_text(errors="replace")[-STDERR_TAIL:]
+    result = json.loads(out_path.read_text()) if out_path.exists() else None
+    if fail is None:
+        if result is not None and not result.get("ok"):
+            fail, result = failure(result.get("kind", "crashed"), result.get("error", "worker failed"), index), None
+        elif rc is not None and rc < 0:
+            kind = "killed"
+            fail, result = failure(kind, f"worker killed by {_signal_name(rc)}", index), None
+        elif rc != 0 or result is None:
+            fail, result = failure("crashed", f"worker exited with code {rc} without a result", index), None
+    if fail is not None:
+        fail["stderr_tail"] = tail
+    _kill_group(proc)  # whatever the worker left behind (env subprocesses) goes with it
+    return Outcome(index, result, fail, tail)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+Event = Callable[[str, dict], None]
+
+
+def _where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> dict:
+    """Provenance of a case: the machine from here; for a backend in its own environment, the package
+    versions and Python of that environment (asked of its interpreter once per run)."""
+    if how.environment is None:
+        return base
+    key = how.python
+    if key not in cache:
+        o = run_process({"provenance": True}, 0, 300, workdir, how)
+        if o.result is None:
+            raise UserError(f"environment {how.environment['path']}: gpuenv does not start there ({o.failure and o.failure['reason']})")
+        cache[key] = o.result["provenance"]
+    theirs = cache[key]
+    return {
+        **base,
+        "machine": {**base["machine"], "python": theirs["machine"]["python"]},
+        "packages": theirs["packages"],
+        "environment": how.environment,
+    }
+
+
+def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Event = lambda kind, data: None) -> list[tuple[dict, Path]]:
+    """Run every item of a plan; returns (record, path) for each written record. Re-raises
+    KeyboardInterrupt after writing the interrupted case's record."""
+    registry = default_registry()
+    base = provenance()
+    launchers: dict[str, Launcher | UserError] = {}
+    env_where: dict[str, dict] = {}
+    written: list[tuple[dict, Path]] = []
+    for i, item in enumerate(plan.items):
+        on_event("case_start", {"index": i, "item": item})
+        outcomes: list[Outcome] = []
+        interrupted = False
+        where = base
+        with tempfile.TemporaryDirectory(prefix="gpuenv-") as tmp:
+            try:
+                if item.backend not in launchers:
+                    try:
+                        launchers[item.backend] = launcher(registry.get(item.backend))
+                    except UserError as e:
+                        launchers[item.backend] = e
+                how = launchers[item.backend]
+                if isinstance(how, UserError):
+                    outcomes.append(Outcome(0, None, failure("refused", str(how), 0)))
+                else:
+                    where = _where(base, how, Path(tmp), env_where)
+                    for p in range(item.processes):
+                        on_event("process_start", {"index": i, "process": p, "of": item.processes})
+                        o = run_process(mode.process_spec(item, p, out_dir), p, item.timeout_s, Path(tmp), how)
+                        outcomes.append(o)
+                        on_event("process_done", {"index": i, "outcome": o})
+                        if o.failure and mode.stop_after_failure:
+                            break  # a case that fails once is recorded failed; do not burn more time on it
+            except KeyboardInterrupt:
+                interrupted = True
+            except UserError as e:  # the backend's environment would not start
+                outcomes.append(Outcome(len(outcomes), None, failure("refused", str(e), len(outcomes))))
+        ctx = RecordContext(plan.suite, run_id, where, interrupted)
+        try:
+            record = mode.build_record(item, outcomes, ctx)
+        except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
+            ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv could not summarise this case: {e!r}")
+            record = mode.build_record(item, outcomes, ctx)
+        path = write_record(out_dir, record)
+        record = schema.load(path)
+        written.append((record, path))
+        on_event("case_done", {"index": i, "record": record, "path": path})
+        if interrupted:
+            raise KeyboardInterrupt
+    return written
