@@ -4,11 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 GPUENV := $(BIN)/gpuenv
 STAMP := $(VENV)/.installed
-BACKENDS := gymnasium envpool brax mjx isaaclab
 BAKE := docker buildx bake -f docker/docker-bake.json
 
-.PHONY: install bench bench-overhead bench-pytest bench-isaac test test-fast smoke ppo-smoke list info doctor clean images locks \
-	$(addprefix bench-,$(BACKENDS)) $(addprefix image-,$(BACKENDS))
+.PHONY: install bench bench-overhead bench-pytest test test-fast lint schema smoke ppo-smoke list info doctor clean images locks
 
 # torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
 $(STAMP): pyproject.toml
@@ -27,11 +25,11 @@ install: $(STAMP)
 bench: $(STAMP)
 	$(GPUENV) bench --suite quick $(ARGS)
 
-## One backend's suite in its Docker image (built if missing), with --gpus all for GPU images.
+## One backend's suite in its Docker image (built if missing), with --gpus all for GPU images:
+## make bench-<backend> for any backend that declares an image (`gpuenv images`; bench-isaac works too).
 ## Without Docker + NVIDIA runtime: one line saying so, exit 2. LOCAL=1 runs the same suite here.
-$(addprefix bench-,$(BACKENDS)): bench-%: $(STAMP)
+bench-%: $(STAMP)
 	$(GPUENV) bench-image $* $(if $(LOCAL),--local)
-bench-isaac: bench-isaaclab
 
 ## Images: docker buildx bake over the declarative matrix in docker/docker-bake.json.
 images:
@@ -40,7 +38,7 @@ images:
 ## a version lock (hash-locked like the others), its own tag gpuenv/brax:brax-0.13.0, tagged records.
 PINS = $(strip $(if $(BRAX_VERSION),--pin brax==$(BRAX_VERSION)) $(if $(ENVPOOL_VERSION),--pin envpool==$(ENVPOOL_VERSION)) \
 	$(if $(MJX_VERSION),--pin mujoco-mjx==$(MJX_VERSION)) $(if $(JAX_VERSION),--pin jax==$(JAX_VERSION)))
-$(addprefix image-,$(BACKENDS)): image-%: $(STAMP)
+image-%: $(STAMP)
 	$(GPUENV) images --build $* $(PINS)
 
 ## Regenerate the hash-locked lock files (uv) and the bake file whose labels carry their versions.
@@ -69,8 +67,17 @@ bench-overhead: $(STAMP)
 smoke: $(STAMP)
 	$(GPUENV) bench --suite smoke $(ARGS)
 
-## All tests, including the real-backend ones (tiny sizes).
-test: $(STAMP)
+## Lint: ruff over the code, mypy over src/ (configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+## The results JSON Schema in docs/, generated from the record models.
+schema: $(STAMP)
+	$(BIN)/python -m gpuenv.results.schema --write docs/results-schema.json
+
+## All tests, including the real-backend ones (tiny sizes), after the lint.
+test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 ## Unit tests only (no simulator runs).

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from gpuenv.backends.base import Case
-from gpuenv.registry import default_registry
 from gpuenv.modes import known_modes
+from gpuenv.registry import default_registry
 from gpuenv.run.runner import run_process
 
 

@@ -11,7 +11,7 @@ import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -67,7 +67,8 @@ def bench(
             raise UserError(reason)
     mode, s = load_any(suite, registry, seeds=seeds)
     plan = mode.plan(s, registry, backends=backend, tasks=task, num_envs=num_envs)
-    items, unavailable = [], {}
+    items: list = []
+    unavailable: dict[str, None] = {}
     for item in plan.items:  # what this machine cannot run is said once, not recorded as failures
         info = registry.get(item.backend)
         reason = info.unavailable_reason() or mode.unavailable(item, registry)
@@ -330,7 +331,7 @@ def images(
 ) -> None:
     """The per-backend Docker images: base image, CUDA, pinned versions, minimum driver."""
     from gpuenv import images as im
-    from gpuenv.images import base_of, bake_text, locked_versions, write_locks
+    from gpuenv.images import bake_text, base_of, locked_versions, write_locks
     from gpuenv.modes import all_modes
 
     if build:
@@ -463,7 +464,7 @@ def regressions(
     """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
     from gpuenv.history.changepoints import detect
     from gpuenv.history.load import load_records
-    from gpuenv.history.regress import series_by_case, describe
+    from gpuenv.history.regress import describe, series_by_case
 
     records, problems = load_records(paths or [Path("results")], "records")
     for msg in problems:
@@ -627,13 +628,14 @@ def export_gab(
 @app.command(hidden=True)
 def worker(spec: str, out: str) -> None:
     """Internal: measure one process of one case (started by the orchestrator)."""
-    from gpuenv.run.worker import exit_now, main as worker_main
+    from gpuenv.run.worker import exit_now
+    from gpuenv.run.worker import main as worker_main
 
     exit_now(worker_main(spec, out))
 
 
 # Typer ships its own copy of click in recent releases: take the classes from typer itself.
-_USAGE_ERROR = typer.BadParameter.__mro__[1]  # click's UsageError, whichever click typer uses
+_USAGE_ERROR: type[Exception] = typer.BadParameter.__mro__[1]  # type: ignore[assignment]  # click's UsageError, whichever click typer uses
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -646,12 +648,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USER_ERROR)
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except _USAGE_ERROR as e:
-        if type(e).__name__ == "NoArgsIsHelpError":  # bare `gpuenv`: help, not an error
-            console.print(command.get_help(e.ctx), markup=False, highlight=False)
+    except _USAGE_ERROR as err:
+        usage: Any = err  # click's UsageError: ctx, format_message()
+        if type(usage).__name__ == "NoArgsIsHelpError":  # bare `gpuenv`: help, not an error
+            console.print(command.get_help(usage.ctx), markup=False, highlight=False)
             sys.exit(0)
-        hint = f" (see `{e.ctx.command_path} --help`)" if getattr(e, "ctx", None) else ""
-        err_console.print(f"error: {e.format_message()}{hint}", highlight=False, soft_wrap=True, markup=False)
+        hint = f" (see `{usage.ctx.command_path} --help`)" if getattr(usage, "ctx", None) else ""
+        err_console.print(f"error: {usage.format_message()}{hint}", highlight=False, soft_wrap=True, markup=False)
         sys.exit(EXIT_USER_ERROR)
     except typer.Abort:
         err_console.print("aborted")

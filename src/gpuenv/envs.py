@@ -45,6 +45,20 @@ def last_line(text: str) -> str:
     return lines[-1].strip() if lines else "no output"
 
 
+def find_python(version: str) -> str:
+    """An interpreter of this version on this machine (PATH, then pyenv), else the version itself
+    (uv then looks for one, or fetches a managed build where it may)."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    for candidate in sorted(root.glob(f"{version}.*"), reverse=True):
+        exe = candidate / "bin" / f"python{version}"
+        if exe.is_file():
+            return str(exe)
+    found = shutil.which(f"python{version}")
+    if found and "/shims/" not in found:  # a pyenv shim fails unless that version is selected
+        return found
+    return version
+
+
 def env_key(lock: str, python: str) -> str:
     return hashlib.sha256(f"python {python}\n{lock}".encode()).hexdigest()[:16]
 
@@ -84,7 +98,7 @@ def build(lock: str, python: str, label: str) -> Built:
     lock_file.write_text(lock)
     exe = str(env / "bin" / "python")
     steps = [
-        ("create the venv", [*uv(), "venv", "--quiet", "--python", python, str(env)]),
+        ("create the venv", [*uv(), "venv", "--quiet", "--python", find_python(python), str(env)]),
         ("install the lock", [*uv(), "pip", "install", "--quiet", "--python", exe, "-r", str(lock_file)]),
         ("install gpuenv", [*uv(), "pip", "install", "--quiet", "--python", exe, "--no-deps", "-e", str(ROOT)]),
     ]

@@ -29,8 +29,8 @@ def device_facts() -> tuple[str, dict]:
         "jax_backend": backend,
         "jax_device_kind": dev.device_kind,
         "jax_device_count": jax.device_count(),
-        "jax_default_matmul_precision": str(jax.config.jax_default_matmul_precision),
-        "jax_enable_x64": bool(jax.config.jax_enable_x64),
+        "jax_default_matmul_precision": str(jax.config.jax_default_matmul_precision),  # type: ignore[attr-defined]
+        "jax_enable_x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
     }
     return label, details
 

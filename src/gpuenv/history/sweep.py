@@ -104,6 +104,7 @@ def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> Vers
         "swept": {package: vs.versions.get(package)},
         "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(),
     }
+    assert vs.env_dir is not None and vs.run_dir is not None  # prepare() succeeded
     r = subprocess.run(
         [str(vs.env_dir / "bin" / "python"), "-m", "gpuenv", "bench", *bench_args, "--out", str(vs.run_dir)],
         env={**os.environ, TAGS_ENV: json.dumps(tags)},

@@ -91,7 +91,7 @@ class _Gpu:
         self._last_smi = now
         try:
             out = subprocess.run(
-                [self.smi, "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
+                [str(self.smi), "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
                 capture_output=True,
                 text=True,
                 timeout=5,

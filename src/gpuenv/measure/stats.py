@@ -97,7 +97,7 @@ def ratio(
 # --- time-to-reward: few runs (seeds), some censored at their budget ---------------------------
 
 
-def iqm(values: Sequence[float]) -> float:
+def iqm(values: Sequence[float] | np.ndarray) -> float:
     """Interquartile mean: the mean of the middle 50% (rliable's aggregate; trims floor(n/4) per end)."""
     x = np.sort(np.asarray(values, dtype=float))
     if x.size == 0:

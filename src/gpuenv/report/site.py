@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gpuenv.modes import all_modes, of
@@ -87,7 +87,7 @@ def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
         colour(name)
     machines = sorted({f"{r['where']['machine'].get('cpu_model')} ({r['where']['machine'].get('cpu_logical')} cores), GPU: "
                        + ("; ".join(g.get("name", "?") for g in r["where"]["machine"].get("gpus", [])) or "none") for r in records})
-    parts = [f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. "
+    parts = [f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
              f"Machines: {html.escape('; '.join(machines))}. Latest record per case unless a history plot says otherwise.</p>"]
     for mode in all_modes():
         mine = [r for r in records if r["measurement_mode"] == mode.name]

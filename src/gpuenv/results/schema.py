@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Union
 
@@ -36,7 +36,7 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "case_key": case_key,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "suite": suite,
         "status": status,
         "measurement_mode": mode,
@@ -119,8 +119,8 @@ def load(path: Path) -> dict:
 
 def json_schema() -> dict:
     """The JSON Schema of a record of any known measurement mode (a union on measurement_mode)."""
-    union = Union[tuple(record_model(m) for m in known_modes())]  # noqa: UP007 - built at run time
-    adapter = TypeAdapter(Annotated[union, Field(discriminator="measurement_mode")])
+    union = Union[tuple(record_model(m) for m in known_modes())]  # type: ignore[valid-type]  # noqa: UP007 - built at run time
+    adapter: TypeAdapter[Any] = TypeAdapter(Annotated[union, Field(discriminator="measurement_mode")])  # type: ignore[arg-type]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"urn:gpuenv:result:{SCHEMA_VERSION}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +24,9 @@ if "jax" not in sys.modules:
 else:
     import envpool
 
-from gpuenv.backends._common import action_space_of, flat_obs_shape
-from gpuenv.backends.base import Case, StepperFacts
-from gpuenv.backends.spec import NativeTask
+from gpuenv.backends._common import action_space_of, flat_obs_shape  # noqa: E402 - after the guarded envpool import
+from gpuenv.backends.base import Case, StepperFacts  # noqa: E402
+from gpuenv.backends.spec import NativeTask  # noqa: E402
 
 RESET_MODE = "next-step reset in C++: the step after an episode ends ignores its action and returns the reset obs"
 
@@ -73,7 +74,7 @@ class EnvPoolStepper:
                 f"of batch_size {self.batch}; use an even num_envs"
             )
         self.calls_per_chunk = case.chunk_steps * n // self.batch
-        self._actions: np.ndarray | None = None
+        self._actions: Any = None  # set by load_actions before run
         self._i = 0
         self.facts = StepperFacts(
             native_env_id=native.env_id,

@@ -7,6 +7,8 @@ SyncVectorEnv, next-step autoreset).
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 
@@ -47,8 +49,9 @@ class _EnvFn:
 
 class GymnasiumStepper:
     def __init__(self, case: Case, native: NativeTask) -> None:
-        fns = [_EnvFn(native.env_id, case.seed + i) for i in range(case.num_envs)]
+        fns: list[Any] = [_EnvFn(native.env_id, case.seed + i) for i in range(case.num_envs)]
         details: dict = {"vectoriser": case.variant}
+        self.env: Any
         if case.variant == "subproc":
             from stable_baselines3.common.vec_env import SubprocVecEnv
 
@@ -70,7 +73,7 @@ class GymnasiumStepper:
         self._sb3 = case.variant != "sync"
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
-        self._actions: np.ndarray | None = None
+        self._actions: Any = None  # set by load_actions before run
         self._i = 0
         self.facts = StepperFacts(
             native_env_id=native.env_id,

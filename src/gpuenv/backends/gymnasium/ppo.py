@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuenv.backends.spec import NativeTask
 
 
@@ -11,7 +13,8 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
 
     from gpuenv.backends.gymnasium.adapter import START_METHOD, _EnvFn
 
-    fns = [_EnvFn(native.env_id, seed + i) for i in range(num_envs)]
+    venv: Any
+    fns: list[Any] = [_EnvFn(native.env_id, seed + i) for i in range(num_envs)]
     if variant == "subproc":
         venv = SubprocVecEnv(fns, start_method=START_METHOD)
         details = {"vectoriser": "stable_baselines3.SubprocVecEnv", "start_method": START_METHOD}

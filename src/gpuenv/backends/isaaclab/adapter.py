@@ -13,6 +13,7 @@ times (an adapter never reads a clock): app launch, imports, scene build (gym.ma
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
@@ -29,7 +30,7 @@ class IsaacLabStepper:
         self.device = u.device
         act_dim = int(u.single_action_space.shape[0])
         policy_obs = obs["policy"] if isinstance(obs, dict) else obs
-        self._actions = None
+        self._actions: Any = None
         self._i = 0
         self.chunk_steps = case.chunk_steps
         on_gpu = str(self.device).startswith("cuda")
@@ -111,5 +112,6 @@ def open_stages(case: Case, native: NativeTask):
 def open(case: Case, native: NativeTask) -> IsaacLabStepper:  # noqa: A001 - the adapter contract
     stepper = None
     for _, stage in open_stages(case, native):
-        stepper = stage()
+        stepper = stage() or stepper
+    assert stepper is not None  # the last stage builds it
     return stepper

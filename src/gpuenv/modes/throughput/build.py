@@ -52,7 +52,7 @@ def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordConte
     status = ctx.status(bool(done) and not failed)
     if status != "ok":
         done = []  # no summary for a failed case; its finished processes stay in processes[]
-    facts = next((o.result["facts"] for o in outcomes if o.result is not None), {})
+    facts: dict = next((o.result["facts"] for o in outcomes if o.result is not None), {})
     physics = {
         "control_dt_s": native.control_dt_s,
         "frame_skip": native.frame_skip,

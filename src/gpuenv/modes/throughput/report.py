@@ -51,7 +51,7 @@ def tables(records: list[dict]) -> list[Table]:
             ("compile s", "right"),
             ("bottleneck", "left"),
         ]:
-            t.add_column(col, justify=just)
+            t.add_column(col, justify=just)  # type: ignore[arg-type]
         for r in sorted(recs, key=lambda r: (r["case"]["num_envs"], r["case"]["backend"], r["case"]["variant"])):
             c = r["case"]
             name = f"{c['backend']}:{c['variant']}"

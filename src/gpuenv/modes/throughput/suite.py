@@ -10,7 +10,7 @@
     timeout_s = 600         # per worker process
     seed = 0
     [[matrix]]              # backends x tasks x num_envs; a task a backend lacks is reported, not run
-    backends = ["envpool:sync", "brax"]
+    backends = ["<backend>:<variant>", "<backend>"]
     tasks = ["halfcheetah"]
     num_envs = [1, 8, 64]
     chunk_steps = 50        # optional per-matrix override of a [measure] key
@@ -98,7 +98,7 @@ _TOP_KEYS = {"description", "kind", "measure", "matrix"}
 
 
 def _measure(table: dict, base: MeasureSpec, where: str) -> MeasureSpec:
-    values = {}
+    values: dict = {}
     for k in _MEASURE_KEYS:
         if k in table:
             v = table[k]
@@ -146,7 +146,7 @@ def load_suite(path: Path, data: dict, registry: Registry) -> Suite:
 
 
 def _matches(selector: str, wanted: str) -> bool:
-    """Does a suite selector ('envpool:sync') match a user filter ('envpool' or 'envpool:sync')?"""
+    """Does a suite selector ('b:v') match a user filter ('b' or 'b:v')?"""
     if ":" in wanted:
         return selector == wanted or (":" not in selector and wanted.split(":")[0] == selector)
     return selector.split(":")[0] == wanted
@@ -180,7 +180,7 @@ def plan(
         for sel in entry.backends:
             if backends:
                 hits = [w for w in backends if _matches(sel, w)]
-                # 'envpool:async' asked for, suite lists 'envpool' or 'envpool:sync': run what was asked
+                # 'b:v2' asked for, suite lists 'b' or 'b:v1': run what was asked
                 selectors += [w if ":" in w else sel for w in hits]
             else:
                 selectors.append(sel)

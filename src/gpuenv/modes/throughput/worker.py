@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 from gpuenv.backends.base import Case, action_pool
 from gpuenv.measure.monitor import Monitor
@@ -27,7 +28,7 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
 
     stages: dict[str, float] = {}
     if hasattr(adapter, "open_stages"):  # an adapter whose startup has named stages (Isaac Lab)
-        stepper = None
+        stepper: Any = None
         for name, stage in adapter.open_stages(case, native):
             t0 = clock()
             stepper = stage() or stepper

@@ -72,7 +72,7 @@ def tables(records: list[dict]) -> list[Table]:
             ("startup s", "right"),
             ("compile s", "right"),
         ]:
-            t.add_column(col, justify=just)
+            t.add_column(col, justify=just)  # type: ignore[arg-type]
         for r in recs:
             c = r["case"]
             if r["status"] != "ok":

@@ -8,8 +8,8 @@
     timeout_s = 1800        # per run (worker process); a run past it is recorded as failed
     [[case]]
     task = "cartpole"
-    backends = ["gymnasium:dummy", "envpool:sync"]
-    trainer = "sb3"         # sb3 (shared) or a backend's native trainer (`gpuenv list trainers`)
+    backends = ["<backend>:<variant>", "<backend>"]
+    trainer = "sb3"         # sb3 (shared) or a native trainer a backend declares (Backend.trainers)
     num_envs = 8            # training envs
     threshold = 475.0       # mean deterministic eval return that counts as solved
     max_env_steps = 200000  # budget: a run that has not reached the threshold by then is censored
@@ -29,13 +29,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuenv.backends.spec import Trainer, resolve
 from gpuenv.errors import UserError
 from gpuenv.modes import Plan
-from gpuenv.backends.spec import Trainer, resolve
 from gpuenv.registry import Registry
 from gpuenv.suites import unknown_keys
 from gpuenv.tasks import get_task
-
 
 SB3_KEYS = frozenset(
     "learning_rate n_steps batch_size n_epochs gamma gae_lambda clip_range clip_range_vf normalize_advantage "

@@ -16,6 +16,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 
 class NoSubEnvs:
+    _get_indices: Any  # from VecEnv, which the adapters also derive from
+
     """Attribute plumbing SB3 asks of every VecEnv; these adapters have no per-env Python objects."""
 
     def get_attr(self, attr_name: str, indices=None) -> list[Any]:
@@ -44,7 +46,7 @@ class JaxVecEnv(NoSubEnvs, VecEnv):
         super().__init__(num_envs, observation_space, action_space)
         self._reset_fn, self._step_fn = reset_fn, step_fn
         self._state = None
-        self._actions = None
+        self._actions: Any = None
 
     def reset(self) -> np.ndarray:
         self._state, obs = self._reset_fn()

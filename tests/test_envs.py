@@ -1,0 +1,32 @@
+"""Per-backend environments, for real: a backend that declares Python 3.12 and a lock gets its
+environment built with uv on first use and its workers started with that interpreter."""
+
+from __future__ import annotations
+
+import os
+
+from conftest import ROOT
+from gpuenv.results.schema import load
+
+
+def test_backend_in_its_own_environment_runs_there_and_says_so(cli, tmp_path):
+    env = {"GPUENV_PLUGINS": os.environ["GPUENV_PLUGINS"] + ",gpuenv_ownenv", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    before = cli("list", "backends", env=env)
+    assert before.returncode == 0, before.stderr
+    assert "ownenv" in before.stdout and "not built yet" in before.stdout
+    suite = tmp_path / "own.toml"
+    suite.write_text(
+        "[measure]\nprocesses = 1\nvalues = 1\nwarmups = 0\nmin_time_s = 0.01\n"
+        '[[matrix]]\nbackends = ["ownenv"]\ntasks = ["cartpole"]\nnum_envs = [2]\n'
+    )
+    r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (path,) = (tmp_path / "out").rglob("ownenv-*.json")
+    rec = load(path)
+    assert rec["status"] == "ok"
+    assert rec["where"]["environment"]["python"] == "3.12"
+    assert rec["where"]["machine"]["python"].startswith("3.12."), "the worker ran in the main interpreter"
+    assert rec["where"]["environment"]["path"].startswith(str(tmp_path / "cache"))
+    after = cli("list", "backends", env=env)
+    assert "built" in after.stdout and "not built yet" not in after.stdout
+    assert (ROOT / "tests/plugins/envlock/py312.txt").is_file()
