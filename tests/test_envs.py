@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from conftest import ROOT
+
 from gpuenv.results.schema import load
 
 
