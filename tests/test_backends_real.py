@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from gpuenv.backends.base import Case, action_pool
-from gpuenv.registry import DEFAULT_REGISTRY
-from gpuenv.results.schema import validate
-from gpuenv.run.orchestrator import build_record, run_process
-from gpuenv.suites import MeasureSpec, PlannedCase
+from gpuenv.measure.system import provenance
+from gpuenv.modes.throughput.build import build_record
+from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
+from gpuenv.registry import default_registry
+from gpuenv.results.schema import seal
+from gpuenv.run.runner import RecordContext, run_process
 from gpuenv.tasks import TASKS
 
 pytestmark = pytest.mark.backend
@@ -20,24 +21,22 @@ TINY = MeasureSpec(processes=1, values=2, warmups=1, min_time_s=0.02, chunk_step
 
 
 def need(backend: str) -> None:
-    reason = DEFAULT_REGISTRY.get(backend).unavailable_reason()
+    reason = default_registry().get(backend).unavailable_reason()
     if reason:
         pytest.skip(reason)
 
 
 def run_case(tmp_path, case: Case, processes: int = 1) -> dict:
-    spec = {"case": case.to_dict(), "settings": {"min_time_s": TINY.min_time_s, "values": 2, "warmups": 1}}
+    spec = {"mode": "env-step-throughput", "case": case.to_dict(), "settings": {"min_time_s": TINY.min_time_s, "values": 2, "warmups": 1}}
     outcomes = [run_process(spec, i, TINY.timeout_s, tmp_path) for i in range(processes)]
     for o in outcomes:
         assert o.failure is None, f"{o.failure}\n{o.stderr_tail}"
-    where = {"machine": {}, "packages": {}, "env": {}, "git": {}}
-    return validate(
-        build_record(PlannedCase(case, replace(TINY, processes=processes)), outcomes, suite="t", run_id="r", where=where)
-    )
+    ctx = RecordContext(suite="t", run_id="r", where=provenance())
+    return seal(build_record(PlannedCase(case, replace(TINY, processes=processes)), outcomes, ctx))
 
 
 def check_record(rec: dict, case: Case) -> None:
-    native = TASKS[case.task].offers[case.backend]
+    native = default_registry().native(case.task, case.backend)
     assert rec["status"] == "ok"
     assert rec["summary"]["env_steps_per_s"]["median"] > 0
     assert rec["what"]["obs_shape"] == list(native.obs_shape), "catalogue obs shape differs from the real env"
@@ -73,26 +72,27 @@ def test_envpool_modes(tmp_path, variant):
 
 def test_envpool_async_refuses_a_chunk_it_cannot_count_exactly(tmp_path):
     need("envpool")
-    spec = {"case": Case("envpool", "async", "cartpole", 5, chunk_steps=5).to_dict(), "settings": {"min_time_s": 0.02}}
+    spec = {"mode": "env-step-throughput", "case": Case("envpool", "async", "cartpole", 5, chunk_steps=5).to_dict(), "settings": {"min_time_s": 0.02}}
     o = run_process(spec, 0, 120, tmp_path)
-    assert o.result is None and "not a multiple of batch_size 2" in o.failure
+    assert o.result is None and "not a multiple of batch_size 2" in o.failure["reason"]
 
 
 def _open(backend: str, task: str, num_envs: int = 2):
-    info = DEFAULT_REGISTRY.get(backend)
-    return info.load().open(Case(backend, info.variants[-1 if backend == "gymnasium" else 0], task, num_envs, 3), TASKS[task].native(backend))
+    info = default_registry().get(backend)
+    return info.load().open(Case(backend, info.variants[-1 if backend == "gymnasium" else 0], task, num_envs, 3), default_registry().native(task, backend))
 
 
 @pytest.mark.parametrize("backend", ["gymnasium", "envpool"])
 def test_host_catalogue_matches_real_envs(backend):
     """Every task the catalogue says a host backend offers opens with the declared sizes."""
     need(backend)
-    for name, task in TASKS.items():
-        if not task.runnable_on(backend):
+    registry = default_registry()
+    for name in TASKS:
+        if registry.why_not(name, backend):
             continue
         st = _open(backend, name)
         try:
-            nt = task.offers[backend]
+            nt = registry.native(name, backend)
             assert st.facts.obs_shape == nt.obs_shape, name
             a = st.facts.action_space
             assert (a.kind, a.n if a.kind == "discrete" else len(a.low)) == (nt.action_kind, nt.action_size), name
@@ -135,7 +135,7 @@ def test_gpu_required_but_absent_is_a_clear_failure(tmp_path, monkeypatch):
     if jax.default_backend() == "gpu":
         pytest.skip("a GPU is present")
     monkeypatch.setenv("GPUENV_REQUIRE_GPU", "1")
-    spec = {"case": Case("brax", "generalized", "halfcheetah", 2, 5).to_dict(), "settings": {"min_time_s": 0.02}}
+    spec = {"mode": "env-step-throughput", "case": Case("brax", "generalized", "halfcheetah", 2, 5).to_dict(), "settings": {"min_time_s": 0.02}}
     o = run_process(spec, 0, 300, tmp_path)
     assert o.result is None
-    assert o.failure.startswith("JAX is running on 'cpu', not the GPU")
+    assert o.failure["reason"].startswith("JAX is running on 'cpu', not the GPU")

@@ -17,7 +17,9 @@ import yaml
 from conftest import ROOT
 from dockerfile_parse import DockerfileParser
 
-from gpuenv.images import CUDA_MIN_DRIVER, IMAGES, bake, bake_text, locked_versions
+from gpuenv.images import CUDA_MIN_DRIVER, bake, bake_text, images, locked_versions
+
+IMAGES = images()
 
 DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))
 DIGEST = re.compile(r"^[\w.\-/:]+:[\w.\-]+@sha256:[0-9a-f]{64}$")
@@ -61,7 +63,7 @@ def test_images_install_only_from_their_hash_locked_file_and_run_gpuenv_as_non_r
     pip = [r for r in runs if "pip install" in r]
     assert pip, f"{backend}: installs nothing"
     for r in pip:
-        assert "--require-hashes" in r and f"-r /opt/gpuenv/lock.txt" in r, r
+        assert "--require-hashes" in r and "-r /opt/gpuenv/lock.txt" in r, r
     copies = [i["value"] for i in d.structure if i["instruction"] == "COPY"]
     lock_arg = next((i["value"] for i in d.structure if i["instruction"] == "ARG" and i["value"].startswith("LOCK=")), None)
     if lock_arg:  # the default lock, replaceable by a version lock (make image-<b> <PKG>_VERSION=...)

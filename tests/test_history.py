@@ -13,13 +13,14 @@ import pytest
 from conftest import ROOT
 
 from gpuenv.history.changepoints import detect
+from gpuenv.results import schema
 from gpuenv.results.store import prepare_dir, write_record
 
 PUBLISHED = ROOT / "results" / "published" / "20261202T140237Z-4d17bd"
 
 
 def published() -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(PUBLISHED.glob("*.json"))]
+    return [schema.load(p) for p in sorted(PUBLISHED.glob("*.json"))]  # v1 on disk, migrated to v2
 
 
 def derive(records: list[dict], out: Path, run_id: str, factor: float = 1.0, **machine) -> Path:

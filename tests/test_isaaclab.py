@@ -9,10 +9,9 @@ import pytest
 from conftest import ROOT
 
 from gpuenv.backends.base import Case
-from gpuenv.registry import DEFAULT_REGISTRY
-from gpuenv.tasks import TASKS
+from gpuenv.registry import default_registry
 
-INFO = DEFAULT_REGISTRY.get("isaaclab")
+INFO = default_registry().get("isaaclab")
 
 
 def test_absent_isaaclab_is_reported_with_the_way_to_get_it(cli):
@@ -29,7 +28,7 @@ def test_adapter_launches_the_app_before_importing_isaaclab():
     """Isaac Sim must be running before isaaclab_tasks (or omni, pxr) is imported: the module imports
     nothing from Isaac Lab at top level, its first startup stage launches AppLauncher, and the
     adapter reads no clock (the harness times the stages)."""
-    src = (ROOT / "src/gpuenv/backends/isaaclab.py").read_text()
+    src = (ROOT / "src/gpuenv/backends/isaaclab/adapter.py").read_text()
     tree = ast.parse(src)
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert not [n for n in top if "isaac" in ast.unparse(n)]
@@ -46,8 +45,9 @@ def test_worker_times_named_startup_stages(tmp_path, monkeypatch):
     """The harness, not the adapter, times an adapter's startup stages (as Isaac Lab declares them)."""
     import types
 
-    from gpuenv.backends import fake
-    from gpuenv.run import worker
+    from gpuenv_fake import adapter as fake
+
+    from gpuenv.modes.throughput import worker
 
     class Clock:
         t = 0.0
@@ -60,9 +60,10 @@ def test_worker_times_named_startup_stages(tmp_path, monkeypatch):
         return [("app_launch", lambda: None), ("imports", lambda: None), ("scene_build", lambda: fake.open(case, native))]
 
     staged = types.SimpleNamespace(open_stages=open_stages)
-    registry = types.SimpleNamespace(get=lambda name: types.SimpleNamespace(load=lambda: staged))
-    monkeypatch.setattr(worker, "DEFAULT_REGISTRY", registry)
-    spec = {"case": Case("fake", "ok", "cartpole", 2, chunk_steps=5).to_dict(),
+    real = default_registry()
+    registry = types.SimpleNamespace(get=lambda name: types.SimpleNamespace(load=lambda: staged), native=real.native)
+    monkeypatch.setattr(worker, "default_registry", lambda: registry)
+    spec = {"mode": "env-step-throughput", "case": Case("fake", "ok", "cartpole", 2, chunk_steps=5).to_dict(),
             "settings": {"min_time_s": 0.01, "values": 2, "warmups": 0}}
     out = worker.measure_case(spec, clock=Clock())
     assert out["phases_s"]["app_launch"] == out["phases_s"]["imports"] == out["phases_s"]["scene_build"] == 1.0
@@ -70,7 +71,7 @@ def test_worker_times_named_startup_stages(tmp_path, monkeypatch):
 
 
 def test_isaaclab_tasks_use_the_shared_names():
-    ids = {name: t.offers["isaaclab"].env_id for name, t in TASKS.items() if "isaaclab" in t.offers}
+    ids = {name: nt.env_id for name, nt in INFO.tasks.items()}
     assert ids == {"cartpole": "Isaac-Cartpole-Direct-v0", "ant": "Isaac-Ant-v0", "humanoid": "Isaac-Humanoid-v0"}
 
 
@@ -79,10 +80,10 @@ def test_isaaclab_runs_for_real(tmp_path):
     reason = INFO.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    from gpuenv.run.orchestrator import run_process
+    from gpuenv.run.runner import run_process
 
     case = Case("isaaclab", "physx", "cartpole", 256, chunk_steps=10)
-    spec = {"case": case.to_dict(), "settings": {"min_time_s": 0.2, "values": 2, "warmups": 1}}
+    spec = {"mode": "env-step-throughput", "case": case.to_dict(), "settings": {"min_time_s": 0.2, "values": 2, "warmups": 1}}
     o = run_process(spec, 0, 900, tmp_path)
     assert o.failure is None, o.stderr_tail
     phases = o.result["phases_s"]

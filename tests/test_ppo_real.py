@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 from conftest import write_suite
 
-from gpuenv.registry import DEFAULT_REGISTRY
+from gpuenv.backends.spec import resolve
+from gpuenv.registry import default_registry
 from gpuenv.results.schema import validate
-from gpuenv.tasks import TASKS
 
 pytestmark = pytest.mark.backend
 
 
 def need(backend: str) -> None:
-    reason = DEFAULT_REGISTRY.get(backend).unavailable_reason()
+    reason = default_registry().get(backend).unavailable_reason()
     if reason:
         pytest.skip(reason)
 
 
 def envpool_cartpole(num_envs: int, **kw):
     need("envpool")
-    DEFAULT_REGISTRY.get("envpool").load()
+    default_registry().get("envpool").load()
     import envpool
 
     return envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, seed=3, **kw)
@@ -59,9 +59,8 @@ def test_raw_envpool_has_the_trap_the_adapter_fixes():
 
 
 def test_envpool_vecenv_keeps_sb3_semantics():
+    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
     from stable_baselines3.common.vec_env import VecMonitor
-
-    from gpuenv.ppo.vecenv import EnvPoolVecEnv
 
     venv = VecMonitor(EnvPoolVecEnv(envpool_cartpole(8)))
     ended = 0
@@ -87,9 +86,8 @@ def test_envpool_vecenv_keeps_sb3_semantics():
 
 
 def test_envpool_vecenv_marks_truncation():
+    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
     from stable_baselines3.common.vec_env import VecMonitor
-
-    from gpuenv.ppo.vecenv import EnvPoolVecEnv
 
     venv = VecMonitor(EnvPoolVecEnv(envpool_cartpole(4, max_episode_steps=5)))
     truncated = 0
@@ -105,10 +103,9 @@ def test_envpool_vecenv_marks_truncation():
 @pytest.mark.parametrize(("backend", "variant", "task"), [("brax", "positional", "inverted_pendulum"), ("mjx", "jax", "halfcheetah")])
 def test_jax_vecenv_keeps_sb3_semantics(backend, variant, task):
     need(backend)
-    from gpuenv.ppo.envs import make_vecenv
-
-    native = replace(TASKS[task].native(backend), episode_steps=5)
-    venv, details = make_vecenv(backend, variant, native, 4, seed=0)
+    make_vecenv = resolve(default_registry().get(backend).ppo_env.factory)
+    native = replace(default_registry().native(task, backend), episode_steps=5)
+    venv, details = make_vecenv(variant, native, 4, seed=0)
     obs0 = venv.reset()
     truncations = 0
     act = np.zeros((4, native.action_size), np.float32)

@@ -251,7 +251,11 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
         except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
             ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv could not summarise this case: {e!r}")
             record = mode.build_record(item, outcomes, ctx)
-        path = write_record(out_dir, record)
+        try:
+            path = write_record(out_dir, record)
+        except UserError as e:  # a record that fails its model is a gpuenv bug: keep the case, as failed
+            ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv built an invalid record: {e}")
+            path = write_record(out_dir, mode.build_record(item, [], ctx))
         record = schema.load(path)
         written.append((record, path))
         on_event("case_done", {"index": i, "record": record, "path": path})
