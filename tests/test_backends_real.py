@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from gpuenv.backends.base import Case, action_pool
 from gpuenv.measure.system import provenance
 from gpuenv.modes.throughput.build import build_record

@@ -8,7 +8,8 @@ import sys
 import pytest
 from conftest import write_suite
 
-from gpuenv.registry import BackendInfo, Registry
+from gpuenv.backends.spec import Backend, NativeTask
+from gpuenv.registry import Registry
 
 
 @pytest.mark.parametrize(
@@ -46,14 +47,11 @@ def test_typo_in_suite_file_names_file_and_key(cli, tmp_path):
 def test_missing_optional_dependency(monkeypatch, capsys, tmp_path):
     from gpuenv import cli
 
-    reg = Registry(
-        {
-            "ghost": BackendInfo(
-                "ghost", "gpuenv.backends.fake", ("gpuenv_no_such_module",), "ghost", ("ok",), "absent"
-            )
-        }
-    )
-    monkeypatch.setattr(cli, "DEFAULT_REGISTRY", reg)
+    cartpole = NativeTask("Ghost-v0", 0.02, 1, 0.02, 500, (4,), "discrete", 2)
+    ghost = Backend("ghost", "gpuenv_no_such_module.adapter", ("gpuenv_no_such_module",), "ghost", ("ok",), "absent",
+                    tasks={"cartpole": cartpole})
+    reg = Registry.of([ghost])
+    monkeypatch.setattr(cli, "default_registry", lambda: reg)
     s = write_suite(tmp_path / "g.toml", "[[matrix]]\nbackends=['ghost']\ntasks=['cartpole']\nnum_envs=[1]\n")
     with pytest.raises(SystemExit) as e:
         cli.main(["bench", "--suite", str(s), "--backend", "ghost"])
@@ -82,6 +80,7 @@ def test_listing_imports_no_backend_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert "IMPORTED []" in out
     assert "gymnasium" in out and "cartpole" in out and "quick" in out
+    assert "environment" in out  # which Python environment each backend's workers use
 
 
 def test_bench_end_to_end_with_fake_backend(cli, tmp_path):
@@ -94,6 +93,7 @@ def test_bench_end_to_end_with_fake_backend(cli, tmp_path):
     assert r.returncode == 1  # some cases failed: recorded, reported, and the exit code says so
     assert "fake:ok" in r.stdout and "4 records written to" in r.stdout
     assert "RuntimeError: fake backend failed on purpose" in r.stdout
+    assert "crashed" in r.stdout  # the failure kind is shown
     run_dir = next((tmp_path / "o").iterdir())
     assert len(list(run_dir.glob("*.json"))) == 4
     shown = cli("show", str(run_dir))

@@ -45,9 +45,8 @@ def test_worker_times_named_startup_stages(tmp_path, monkeypatch):
     """The harness, not the adapter, times an adapter's startup stages (as Isaac Lab declares them)."""
     import types
 
-    from gpuenv_fake import adapter as fake
-
     from gpuenv.modes.throughput import worker
+    from gpuenv_fake import adapter as fake
 
     class Clock:
         t = 0.0

@@ -13,9 +13,10 @@ import pytest
 from conftest import ROOT, write_suite
 
 from gpuenv.backends.base import Case
+from gpuenv.modes import Plan, get_mode
+from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
 from gpuenv.results.schema import load
-from gpuenv.run.orchestrator import run_plan
-from gpuenv.suites import MeasureSpec, PlannedCase
+from gpuenv.run import runner
 
 FAST = MeasureSpec(processes=3, values=2, warmups=1, min_time_s=0.01, chunk_steps=5, timeout_s=20)
 
@@ -24,6 +25,11 @@ def planned(variant: str, timeout_s: float = 20) -> PlannedCase:
     from dataclasses import replace
 
     return PlannedCase(Case("fake", variant, "cartpole", 2, chunk_steps=5), replace(FAST, timeout_s=timeout_s))
+
+
+def run_plan(cases: list[PlannedCase], *, suite: str, run_id: str, out_dir):
+    mode = get_mode("env-step-throughput")
+    return runner.run_plan(mode, Plan(suite, cases, [], "3 processes each"), run_id=run_id, out_dir=out_dir)
 
 
 def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
@@ -38,6 +44,8 @@ def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
     by_variant = {rec["case"]["variant"]: (rec, path) for rec, path in written}
     assert set(by_variant) == {"raise", "segfault", "exit", "hang", "ok"}
     reasons = {v: r["failure"]["reason"] if r["failure"] else None for v, (r, _) in by_variant.items()}
+    kinds = {v: r["failure"]["kind"] if r["failure"] else None for v, (r, _) in by_variant.items()}
+    assert kinds == {"raise": "crashed", "segfault": "killed", "exit": "crashed", "hang": "timeout", "ok": None}
     assert reasons["raise"] == "RuntimeError: fake backend failed on purpose"
     assert reasons["segfault"] == "worker killed by SIGSEGV"
     assert reasons["exit"] == "worker exited with code 7 without a result"
@@ -46,6 +54,10 @@ def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
     for v, (rec, path) in by_variant.items():
         assert load(path) == json.loads(json.dumps(rec))  # every record valid on disk
         assert rec["status"] == ("ok" if v == "ok" else "failed")
+        assert (rec["summary"] is None) == (v != "ok")
+        if v != "ok":
+            assert rec["failure"]["process"] == 0
+            assert rec["processes"][-1]["failure"]["kind"] == kinds[v]
     ok = by_variant["ok"][0]
     assert len(ok["processes"]) == 3 and ok["summary"]["env_steps_per_s"]["n_processes"] == 3
     # a failing case stops after its first failed process instead of burning the timeout 3 times
@@ -69,7 +81,7 @@ def test_hang_kills_the_whole_process_group(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUENV_FAKE_CHILD_PIDFILE", str(pidfile))
     written = run_plan([planned("hang", timeout_s=3)], suite="t", run_id="r", out_dir=tmp_path)
     rec = written[0][0]
-    assert rec["status"] == "failed"
+    assert rec["status"] == "failed" and rec["failure"]["kind"] == "timeout"
     worker_pid, child_pid = (int(x) for x in pidfile.read_text().split())
     assert _gone(worker_pid) and _gone(child_pid)
 
@@ -129,5 +141,20 @@ num_envs = [1]
         ("fake-ok-cartpole-n1", "ok"),
         ("fake-ok-cartpole-n2", "ok"),
     ]
+    interrupted = next(r for r in records if r["status"] == "interrupted")
+    assert interrupted["failure"]["kind"] == "interrupted" and interrupted["summary"] is None
     worker_pid, child_pid = (int(x) for x in pidfile.read_text().split())
     assert _gone(worker_pid) and _gone(child_pid)
+
+
+def test_unsupported_and_oom_have_their_own_failure_kinds(tmp_path):
+    written = run_plan([planned("unsupported"), planned("oom"), planned("ok")], suite="t", run_id="r", out_dir=tmp_path)
+    by_variant = {rec["case"]["variant"]: rec for rec, _ in written}
+    assert by_variant["unsupported"]["status"] == "failed"
+    assert by_variant["unsupported"]["failure"]["kind"] == "unsupported"
+    assert "does not substitute" in by_variant["unsupported"]["failure"]["reason"]
+    assert by_variant["oom"]["status"] == "failed"
+    assert by_variant["oom"]["failure"]["kind"] == "oom"
+    assert by_variant["ok"]["status"] == "ok" and by_variant["ok"]["failure"] is None
+    for v in ("unsupported", "oom"):  # one failed process ends the case
+        assert len(by_variant[v]["processes"]) == 1 and by_variant[v]["summary"] is None

@@ -9,14 +9,23 @@ from dataclasses import replace
 import pytest
 from conftest import write_suite
 
-from gpuenv.errors import UserError
+from gpuenv.errors import Diverged, UserError
 from gpuenv.measure import stats
-from gpuenv.ppo.run import run_ppo_plan, summarize_runs
-from gpuenv.ppo.suite import PpoCase, RunSpec
-from gpuenv.ppo.train import Diverged, run_training
-from gpuenv.registry import DEFAULT_REGISTRY
+from gpuenv.modes import Plan, get_mode
+from gpuenv.modes.ttr.build import summarize_runs
+from gpuenv.modes.ttr.suite import PpoCase, RunSpec, TtrItem
+from gpuenv.modes.ttr.train import run_training
+from gpuenv.registry import default_registry
 from gpuenv.results.schema import load, validate
+from gpuenv.run import runner
 from gpuenv.suites import load_any
+
+DEFAULT_REGISTRY = default_registry()
+
+
+def run_ppo_plan(cases: list[PpoCase], run: RunSpec, *, suite: str, run_id: str, out_dir):
+    plan = Plan(suite, [TtrItem(c, run) for c in cases], [], f"{run.seeds} seeds each")
+    return runner.run_plan(get_mode("time-to-reward"), plan, run_id=run_id, out_dir=out_dir)
 
 FAKE = PpoCase(
     backend="fake",
@@ -44,7 +53,7 @@ class Clock:
 
 
 def spec(case: PpoCase, **hp) -> dict:
-    return {"mode": "ppo", "case": replace(case, hyperparams=hp).to_dict(), "seed": 0}
+    return {"mode": "time-to-reward", "case": replace(case, hyperparams=hp).to_dict(), "seed": 0}
 
 
 def test_run_stops_at_the_first_evaluation_that_reaches_the_threshold():
@@ -89,7 +98,10 @@ def test_seeds_run_in_workers_a_diverged_seed_fails_and_the_others_go_on(tmp_pat
     (record, path), = written
     assert load(path) == record
     assert [r["status"] for r in record["runs"]] == ["reached", "failed", "reached"]
-    assert "diverged" in record["runs"][1]["failure"]
+    failure = record["runs"][1]["failure"]
+    assert failure["kind"] == "diverged" and "nan" in failure["reason"] and failure["process"] == 1
+    assert record["runs"][0]["failure"] is None and record["runs"][2]["failure"] is None
+    assert record["status"] == "ok" and record["failure"] is None
     s = record["summary"]
     assert (s["reached"], s["failed"], s["passed"]) == (2, 1, True)
     assert s["success_rate"] == pytest.approx(2 / 3)
@@ -97,6 +109,15 @@ def test_seeds_run_in_workers_a_diverged_seed_fails_and_the_others_go_on(tmp_pat
     # Learning curves are in the record and in TensorBoard event files.
     assert record["runs"][0]["curve"][0]["env_steps"] == 100
     assert list((tmp_path / "tensorboard" / case.key / "seed0").glob("events.out.tfevents.*"))
+
+
+def test_a_case_whose_seeds_all_diverge_is_failed_with_kind_diverged(tmp_path):
+    case = replace(FAKE, hyperparams={"diverge_at_eval": 1})
+    (record, path), = run_ppo_plan([case], RunSpec(seeds=2, pass_min_seeds=1, timeout_s=60), suite="t", run_id="r1", out_dir=tmp_path)
+    assert load(path) == record
+    assert record["status"] == "failed" and record["summary"] is None
+    assert record["failure"]["kind"] == "diverged"
+    assert [r["failure"]["kind"] for r in record["runs"]] == ["diverged", "diverged"]
 
 
 def test_summary_counts_censored_runs_at_their_budget():
@@ -192,9 +213,9 @@ def test_trainer_must_fit_backend(tmp_path):
 
 def test_shipped_ppo_suites_load():
     for name in ("ppo-smoke", "ppo"):
-        s = load_any(name, DEFAULT_REGISTRY)
-        assert s.cases, name
-    smoke = load_any("ppo-smoke", DEFAULT_REGISTRY)
+        mode, s = load_any(name, DEFAULT_REGISTRY)
+        assert mode.name == "time-to-reward" and s.cases, name
+    _, smoke = load_any("ppo-smoke", DEFAULT_REGISTRY)
     cartpole = {f"{c.backend}:{c.variant}" for c in smoke.cases if c.task == "cartpole"}
     assert cartpole == {"gymnasium:dummy", "gymnasium:subproc", "envpool:sync"}
     assert all(c.threshold == 475 for c in smoke.cases if c.task == "cartpole")

@@ -59,8 +59,9 @@ def test_raw_envpool_has_the_trap_the_adapter_fixes():
 
 
 def test_envpool_vecenv_keeps_sb3_semantics():
-    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
     from stable_baselines3.common.vec_env import VecMonitor
+
+    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
 
     venv = VecMonitor(EnvPoolVecEnv(envpool_cartpole(8)))
     ended = 0
@@ -86,12 +87,13 @@ def test_envpool_vecenv_keeps_sb3_semantics():
 
 
 def test_envpool_vecenv_marks_truncation():
-    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
     from stable_baselines3.common.vec_env import VecMonitor
+
+    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
 
     venv = VecMonitor(EnvPoolVecEnv(envpool_cartpole(4, max_episode_steps=5)))
     truncated = 0
-    for _, (obs, rewards, dones, infos) in roll(venv, 40):
+    for _, (obs, _rewards, dones, infos) in roll(venv, 40):
         for i in np.flatnonzero(dones):
             truncated += infos[i]["TimeLimit.truncated"]
             if infos[i]["TimeLimit.truncated"]:

@@ -1,4 +1,4 @@
-"""Result schema v1 round trip, validation on read, atomic never-overwriting store."""
+"""Result schema v2 round trip, validation on read, atomic never-overwriting store."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import pytest
 
 from gpuenv.backends.base import Case
 from gpuenv.errors import UserError
+from gpuenv.measure.system import provenance
+from gpuenv.modes.throughput.build import build_record
+from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
 from gpuenv.results import schema
 from gpuenv.results.store import load_dir, write_record
-from gpuenv.run.orchestrator import ProcessOutcome, build_record
-from gpuenv.suites import MeasureSpec, PlannedCase
+from gpuenv.run.runner import Outcome, RecordContext, failure
 
 
 def fake_result(rates):
@@ -41,18 +43,21 @@ def fake_result(rates):
 
 def make_record(status="ok"):
     pc = PlannedCase(Case("gymnasium", "dummy", "cartpole", 8), MeasureSpec())
-    outcomes = [ProcessOutcome(i, fake_result([100.0 + i, 101.0, 99.0]), None) for i in range(3)]
+    outcomes = [Outcome(i, fake_result([100.0 + i, 101.0, 99.0]), None) for i in range(3)]
     if status == "failed":
-        outcomes.append(ProcessOutcome(3, None, "worker killed by SIGSEGV", "boom"))
-    where = {"machine": {"cpu_model": "x"}, "packages": {}, "env": {}, "git": {"sha": None}}
-    return build_record(pc, outcomes, suite="t", run_id="r1", where=where)
+        outcomes.append(Outcome(3, None, failure("killed", "worker killed by SIGSEGV", 3, "boom"), "boom"))
+    return build_record(pc, outcomes, RecordContext("t", "r1", WHERE))
+
+
+WHERE = provenance()
 
 
 def test_round_trip(tmp_path):
     rec = make_record()
     path = write_record(tmp_path, rec)
     back = schema.load(path)
-    assert back == json.loads(json.dumps(rec))
+    assert back == json.loads(json.dumps(schema.seal(rec)))
+    assert back["schema_version"] == 2 and len(back["workload_id"]) == 16
     assert back["summary"]["env_steps_per_s"]["median"] == pytest.approx(101.0)
     assert back["what"]["physics"]["frame_skip"] == 1
     assert back["what"]["action_distribution"].startswith("uniform")
@@ -62,31 +67,51 @@ def test_failed_record_keeps_finished_processes_and_reason(tmp_path):
     rec = make_record("failed")
     assert rec["status"] == "failed"
     assert rec["failure"]["reason"] == "worker killed by SIGSEGV"
+    assert rec["failure"]["kind"] == "killed" and rec["failure"]["process"] == 3
+    assert rec["summary"] is None
     assert sum(1 for p in rec["processes"] if p.get("env_steps_per_s")) == 3
+    assert rec["processes"][3]["failure"]["kind"] == "killed"
+    assert [p["failure"] for p in rec["processes"][:3]] == [None] * 3
     schema.load(write_record(tmp_path, rec))
 
 
 def test_unknown_schema_version_is_refused_clearly(tmp_path):
     rec = make_record()
-    rec["schema_version"] = 2
+    rec["schema_version"] = 3
     p = tmp_path / "future.json"
     p.write_text(json.dumps(rec))
-    with pytest.raises(UserError, match="schema version 2 is not supported"):
+    with pytest.raises(UserError, match="schema version 3 is not supported"):
         schema.load(p)
+
+
+def test_version_1_records_are_migrated(tmp_path):
+    ok = schema.seal(make_record())
+    v1 = {k: v for k, v in ok.items() if k != "workload_id"} | {"schema_version": 1}
+    (tmp_path / "v1.json").write_text(json.dumps(v1))
+    back = schema.load(tmp_path / "v1.json")
+    assert back["schema_version"] == 2 and back["workload_id"] == ok["workload_id"]
+    failed = schema.seal(make_record("failed"))
+    v1 = {k: v for k, v in failed.items() if k != "workload_id"} | {"schema_version": 1, "summary": {}}
+    v1["failure"] = {"reason": "worker killed by SIGSEGV", "stderr_tail": "boom"}
+    v1["processes"][3]["failure"] = "worker killed by SIGSEGV"
+    back = schema.validate(v1, "v1.json")
+    assert back["summary"] is None
+    assert back["failure"]["kind"] == "killed" and back["failure"]["reason"] == "worker killed by SIGSEGV"
+    assert back["processes"][3]["failure"]["kind"] == "killed"
 
 
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda r: r.pop("case"), "missing field 'case'"),
-        (lambda r: r["case"].__setitem__("num_envs", "8"), "'case.num_envs' has the wrong type"),
-        (lambda r: r.__setitem__("status", "great"), "status 'great'"),
+        (lambda r: r.pop("case"), "field 'case' is missing"),
+        (lambda r: r["case"].__setitem__("num_envs", "8"), "field 'case.num_envs' input should be a valid integer"),
+        (lambda r: r.__setitem__("status", "great"), "field 'status' .*got 'great'"),
         (lambda r: r.__setitem__("schema", "other"), "not a gpuenv result record"),
-        (lambda r: r.__setitem__("summary", {}), "needs summary.env_steps_per_s"),
+        (lambda r: r.__setitem__("summary", {}), "field 'summary.env_steps_per_s' is missing"),
     ],
 )
 def test_invalid_records_are_named(mutate, message):
-    rec = copy.deepcopy(make_record())
+    rec = copy.deepcopy(schema.seal(make_record()))
     mutate(rec)
     with pytest.raises(UserError, match=message):
         schema.validate(rec, "x.json")
@@ -122,22 +147,25 @@ def test_invalid_record_is_not_written(tmp_path):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda r: r["summary"]["env_steps_per_s"].__setitem__("median", 0), "positive median"),
-        (lambda r: r["summary"].__setitem__("env_steps_per_s", {"median": 1.0}), "positive median"),
-        (lambda r: r["processes"].__setitem__(0, "x"), r"processes\[0\] is malformed"),
+        (lambda r: r["summary"]["env_steps_per_s"].__setitem__("median", 0), "median' input should be greater than 0"),
+        (lambda r: r["summary"].__setitem__("env_steps_per_s", {"median": 1.0}), "field 'summary.env_steps_per_s.ci_low' is missing"),
+        (lambda r: r["processes"].__setitem__(0, "x"), r"field 'processes\[0\]' input should be a valid dictionary"),
     ],
 )
 def test_nested_fields_are_validated(mutate, message):
-    rec = copy.deepcopy(make_record())
+    rec = copy.deepcopy(schema.seal(make_record()))
     mutate(rec)
     with pytest.raises(UserError, match=message):
         schema.validate(rec, "x.json")
 
 
 def test_failed_record_needs_a_reason():
-    rec = make_record("failed")
-    rec["failure"] = {"x": 1}
-    with pytest.raises(UserError, match="needs failure.reason"):
+    rec = schema.seal(make_record("failed"))
+    rec["failure"] = {"kind": "crashed"}
+    with pytest.raises(UserError, match="field 'failure.reason' is missing"):
+        schema.validate(rec, "x.json")
+    rec["failure"] = {"kind": "exploded", "reason": "x"}
+    with pytest.raises(UserError, match="field 'failure.kind'"):
         schema.validate(rec, "x.json")
 
 
