@@ -133,7 +133,7 @@ CORRUPTIONS = [
     ("ok_tp", _set("where.machine.gpus", "none"), "where.machine.gpus"),
     ("ok_tp", _set("processes", []), "processes"),
     ("ok_tp", _set("where.git.sha", 123), "where.git.sha"),
-    ("ok_tp", _swap_interval, "summary.env_steps_per_s.ci_low"),
+    ("ok_tp", _swap_interval, "summary.env_steps_per_s.ci_high"),
     ("ok_tp", _set("case.variant", "sync[/]"), "case.variant"),
     ("ok_tp", _set("case.task", "a/b"), "case.task"),
     ("ok_tp", _set("failure", {"kind": "crashed", "reason": "boom"}), "failure"),
