@@ -192,7 +192,19 @@ class Where(Model):
 # --- intervals -----------------------------------------------------------------------------------
 
 
-class RateInterval(Model):
+class Interval(Model):
+    """An interval's one cross-field rule: ci_low <= ci_high. Only that: a bootstrap interval of
+    medians need not contain the point median, and a correct measurement must never be refused."""
+
+    @field_validator("ci_high", check_fields=False)
+    @classmethod
+    def _high_above_low(cls, v: float, info: ValidationInfo) -> float:
+        if "ci_low" in info.data and v < info.data["ci_low"]:
+            raise PydanticCustomError("interval", "must be >= ci_low ({low})", {"low": info.data["ci_low"]})
+        return v
+
+
+class RateInterval(Interval):
     """A rate's median over all values with its hierarchical bootstrap interval (stats.Summary)."""
 
     median: PosFloat
@@ -203,17 +215,9 @@ class RateInterval(Model):
     n_processes: PosInt
     confidence: Fraction
 
-    # ci_low <= ci_high only: a bootstrap interval of medians need not contain the point median, and a
-    # record that measured correctly must never be refused for it.
-    @field_validator("ci_high")
-    @classmethod
-    def _high_above_low(cls, v: float, info: ValidationInfo) -> float:
-        if "ci_low" in info.data and v < info.data["ci_low"]:
-            raise PydanticCustomError("interval", "must be >= ci_low ({low})", {"low": info.data["ci_low"]})
-        return v
 
 
-class IqmInterval(Model):
+class IqmInterval(Interval):
     """Interquartile mean over seeds with its percentile bootstrap interval (stats.Aggregate)."""
 
     iqm: Float
@@ -223,12 +227,6 @@ class IqmInterval(Model):
     n: PosInt
     confidence: Fraction
 
-    @field_validator("ci_high")
-    @classmethod
-    def _high_above_low(cls, v: float, info: ValidationInfo) -> float:
-        if "ci_low" in info.data and v < info.data["ci_low"]:
-            raise PydanticCustomError("interval", "must be >= ci_low ({low})", {"low": info.data["ci_low"]})
-        return v
 
 
 # --- the record ----------------------------------------------------------------------------------
