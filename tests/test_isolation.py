@@ -143,6 +143,8 @@ num_envs = [1]
     ]
     interrupted = next(r for r in records if r["status"] == "interrupted")
     assert interrupted["failure"]["kind"] == "interrupted" and interrupted["summary"] is None
+    assert interrupted["failure"]["reason"] == ("interrupted by SIGTERM" if sig == signal.SIGTERM else "interrupted by Ctrl-C (SIGINT)")
+    assert "the 2 finished record(s) and the interrupted case's record are kept" in stderr
     worker_pid, child_pid = (int(x) for x in pidfile.read_text().split())
     assert _gone(worker_pid) and _gone(child_pid)
 

@@ -31,7 +31,7 @@ num_envs = [2]
         (["brax"], "write it as PACKAGE==V1,V2"),
         (["brax==0.14.2"], "at least two different versions"),
         (["nosuchlib==1,2"], "pass --backend"),
-        (["brax==0.13.0,0.14.2", "--with", "jax"], "--with 'jax': write a requirement"),
+        (["brax==0.13.0,0.14.2", "--with", "jax"], "--with 'jax': write a package with a version"),
         (["brax==0.13.0,0.14.2", "--suite", "nosuch"], "unknown suite 'nosuch'"),
     ],
 )

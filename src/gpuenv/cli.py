@@ -47,13 +47,13 @@ def bench(
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", help="time-to-reward suites: seeds per case")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = DEFAULT_OUT,
+    out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = str(DEFAULT_OUT),
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
     from gpuenv.doctor import failures, in_gpu_image, run_checks
     from gpuenv.report.table import footnotes, tables
     from gpuenv.results.store import new_run_id, prepare_dir
-    from gpuenv.run.runner import INTERRUPT, run_plan
+    from gpuenv.run.runner import INTERRUPT, RunStopped, run_plan
     from gpuenv.suites import load_any
 
     if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
@@ -77,16 +77,19 @@ def bench(
         else:
             unavailable.setdefault(reason, None)
     if not items:
-        raise UserError(f"nothing to run in suite '{plan.suite}' on this machine; see `gpuenv list`")
+        why = [*plan.skipped, *unavailable]
+        raise UserError(f"nothing to run in suite '{plan.suite}' on this machine"
+                        + (f": {'; '.join(why[:3])}{' ...' if len(why) > 3 else ''}" if why else "") + "; see `gpuenv list`")
     keys = [item.key for item in items]
     run_id = new_run_id()
-    run_dir = prepare_dir(out / run_id)
+    run_dir = prepare_dir(out_dir(out) / run_id)
     console.print(f"[bold]gpuenv bench[/] suite [cyan]{plan.suite}[/]: {len(keys)} cases ({plan.unit}), run {run_id}")
     for reason in unavailable:
         console.print(f"[yellow]skipped[/] {escape(reason)}")
 
     records: list[dict] = []
     interrupted = False
+    stopped: RunStopped | None = None
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -123,6 +126,8 @@ def bench(
             INTERRUPT.check()  # a signal after the last worker finished
         except KeyboardInterrupt:
             interrupted = True
+        except RunStopped as e:
+            stopped = e
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -136,8 +141,16 @@ def bench(
     failed = [r for r in records if r["status"] != "ok"]
     missed = [r for r in records if mode.missed(r)]
     console.print(f"{len(records)} records written to {run_dir}")
+    if stopped is not None:
+        for key in stopped.not_run:
+            console.print(f"[red]not run[/] {key}")
+        raise UserError(f"{stopped}; the run stopped: the {len(records)} records already written are kept in {run_dir}, "
+                        f"{len(stopped.not_run)} case(s) not run (listed above)")
     if interrupted:
-        err_console.print(f"interrupted: the {len(records)} finished records are kept in {run_dir}")
+        done = sum(r["status"] != "interrupted" for r in records)
+        err_console.print(f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) and the interrupted case's "
+                          f"record are kept in {run_dir}" if done < len(records) else
+                          f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) are kept in {run_dir}")
         raise typer.Exit(EXIT_INTERRUPTED)
     if failed:
         err_console.print(f"{len(failed)} case(s) failed; their records say why (status 'failed')")
@@ -145,6 +158,13 @@ def bench(
     if missed:
         err_console.print(f"{len(missed)} case(s) missed their pass criterion (too few seeds reached the threshold)")
         raise typer.Exit(EXIT_CASE_FAILED)
+
+
+def out_dir(value: str) -> Path:
+    """An --out value as a path; empty is refused (pathlib would quietly take it as the current directory)."""
+    if not value.strip():
+        raise UserError("--out is empty; pass a directory, e.g. --out results/local")
+    return Path(value)
 
 
 @app.command("list")
@@ -335,15 +355,13 @@ def images(
     from gpuenv.modes import all_modes
 
     if build:
-        import re
         import subprocess
 
         from gpuenv.images import DOCKER, ROOT, docker_status, get_image, version_build_command
+        from gpuenv.pins import exact_pin
 
         img = get_image(build)
-        for p in pin or []:
-            if not re.match(r"^[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+$", p):
-                raise UserError(f"--pin {p!r}: write PACKAGE==VERSION, e.g. brax==0.13.0")
+        pin = ["==".join(exact_pin(p, f"--pin {p!r}")) for p in pin or []]
         if pin:
             (lock,) = write_locks([img.backend], pin)
             console.print(f"wrote {lock}")
@@ -389,7 +407,7 @@ def bench_image(
 
     img = get_image(backend)
     if local:
-        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=DEFAULT_OUT)
+        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=str(DEFAULT_OUT))
         return
     cmd = docker_run_command(img, suite, Path.cwd() / "results")
     console.print(" ".join(cmd), highlight=False, markup=False)
@@ -407,7 +425,7 @@ def compare(
     by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
 ) -> None:
     """NEW/OLD per workload with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
-    from gpuenv.history.compare import compare_case, differences, match, version_changes
+    from gpuenv.history.compare import compare_case, differences, match, speed_differences, version_changes
     from gpuenv.history.load import load_records
 
     if not 0 <= threshold < 1:
@@ -426,6 +444,14 @@ def compare(
             "OLD and NEW have no ok record of the same workload in common (compare runs of the same suite; "
             "--by-case pairs by case key across measurement settings)"
         )
+    apart, no_fingerprint = speed_differences(pairs)
+    if apart and not allow_different:
+        key, why = apart[0]
+        raise UserError(
+            f"the machine's reference speed differs between OLD and NEW in {len(apart)} of {len(pairs)} cases "
+            f"(first, {key}: {why}): as if measured on different machines, so a change would not be gpuenv's or the "
+            "library's (--allow-different compares anyway)"
+        )
     rows = [compare_case(a, b, threshold) for a, b in pairs]
     t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
     for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
@@ -439,6 +465,11 @@ def compare(
         console.print(f"[dim]version {k}: {a} -> {b}[/]")
     if diff:
         console.print(f"[yellow]warning[/] compared across: {', '.join(diff)}")
+    if apart:
+        console.print(f"[yellow]warning[/] compared across machine speeds in {len(apart)} case(s), e.g. {apart[0][0]}: {apart[0][1]}")
+    if no_fingerprint:
+        console.print(f"[yellow]warning[/] {no_fingerprint} pair(s) have no machine-speed fingerprint on one side (records "
+                      "written before gpuenv measured one): a faster or slower machine cannot be told from a code change there")
     for key in only_old:
         console.print(f"[dim]only in OLD: {key}[/]")
     for key in only_new:
@@ -486,7 +517,7 @@ def regressions(
 @app.command()
 def report(
     paths: Annotated[list[Path] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="site directory")] = Path("results/site"),
+    out: Annotated[str, typer.Option("--out", "-o", help="site directory")] = "results/site",
     num_envs: Annotated[int | None, typer.Option("--num-envs", help="num_envs of the backend comparison")] = None,
 ) -> None:
     """Build the static report site (HTML + PNG, works offline) from stored records."""
@@ -496,7 +527,7 @@ def report(
     records, problems = load_records(paths or [Path("results")], "records")
     for msg in problems:
         err_console.print(f"[yellow]skipped[/] {msg}")
-    index = build(records, out, num_envs)
+    index = build(records, out_dir(out), num_envs)
     console.print(f"wrote {index} ({len(records)} records)")
 
 
@@ -543,15 +574,17 @@ def sweep(
     with_: Annotated[list[str] | None, typer.Option("--with", help="extra pin for every set, e.g. 'numpy<2' (repeatable)")] = None,
     backend: Annotated[str | None, typer.Option("--backend", "-b", help="default: the package's backend")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("results/sweeps"),
+    out_: Annotated[str, typer.Option("--out", "-o")] = "results/sweeps",
 ) -> None:
     """Run the same suite under several versions of a library, each in its own cached environment."""
     from gpuenv.history import sweep as sw
     from gpuenv.history.compare import compare_case
+    from gpuenv.pins import parse_with
     from gpuenv.results.store import new_run_id
 
+    out = out_dir(out_)
     package, versions = sw.parse_spec(spec)
-    pins = sw.parse_with(with_ or [])
+    pins = parse_with(with_ or [])
     registry = default_registry()
     owner = registry.by_library(package)
     name = backend or (owner.name if owner else None)
@@ -632,9 +665,10 @@ def export_gab(
 @app.command(hidden=True)
 def worker(spec: str, out: str) -> None:
     """Internal: measure one process of one case (started by the orchestrator)."""
-    from gpuenv.run.worker import exit_now
+    from gpuenv.run.worker import exit_now, guard
     from gpuenv.run.worker import main as worker_main
 
+    guard()
     exit_now(worker_main(spec, out))
 
 

@@ -16,3 +16,8 @@ class Unsupported(UserError):
 
 class Diverged(Exception):
     """Training produced a non-finite value: recorded with failure kind `diverged`."""
+
+
+class NoSpace(UserError):
+    """The results directory has no room for another record (ENOSPC, EDQUOT): the run stops there,
+    every record already written is kept."""

@@ -72,8 +72,10 @@ class Registry:
 
     def parse(self, selector: str) -> tuple[Backend, str | None]:
         """'envpool' -> (envpool, None); 'envpool:async' -> (envpool, 'async'). Validates the variant."""
-        name, _, variant = selector.partition(":")
+        name, colon, variant = selector.partition(":")
         info = self.get(name)
+        if colon and not variant:
+            raise UserError(f"backend '{selector}' names no variant after ':'; write {name} or {name}:VARIANT (variants: {', '.join(info.variants)})")
         if variant and variant not in info.variants:
             raise UserError(f"unknown variant '{variant}' of backend '{name}'; variants: {', '.join(info.variants)}")
         return info, variant or None

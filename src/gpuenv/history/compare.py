@@ -43,6 +43,22 @@ def differences(old: list[dict], new: list[dict]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def speed_differences(pairs: list[tuple[dict, dict]]) -> tuple[list[tuple[str, str]], int]:
+    """(case key, why) for each OLD/NEW pair whose machine-speed fingerprints are beyond their noise
+    apart, and how many pairs lack a fingerprint on either side (records older than the fingerprint)."""
+    from gpuenv.measure.fingerprint import differs
+    from gpuenv.measure.fingerprint import of as fingerprint_of
+
+    apart, missing = [], 0
+    for a, b in pairs:
+        fa, fb = fingerprint_of(a), fingerprint_of(b)
+        if fa is None or fb is None:
+            missing += 1
+        elif why := differs(fa, fb):
+            apart.append((b["case_key"], why))
+    return apart, missing
+
+
 def version_changes(old: list[dict], new: list[dict]) -> dict[str, tuple[str | None, str | None]]:
     """Library versions that differ between the two sides (informational, never a refusal)."""
     a = old[0]["where"]["packages"]

@@ -21,27 +21,21 @@ from pathlib import Path
 
 from gpuenv import envs
 from gpuenv.errors import UserError
+from gpuenv.pins import package_name, version
 from gpuenv.results.schema import TAGS_ENV
 
 ROOT = envs.ROOT
-SPEC = re.compile(r"^([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+\-]+(?:,[A-Za-z0-9_.+\-]+)*)$")
-
-
 def parse_spec(spec: str) -> tuple[str, list[str]]:
-    m = SPEC.match(spec.strip())
-    if not m:
-        raise UserError(f"sweep spec {spec!r}: write it as PACKAGE==V1,V2,... (e.g. brax==0.12.1,0.13.0,0.14.2)")
-    versions = m.group(2).split(",")
+    """PACKAGE==V1,V2,...: a plain package name and at least two PEP 440 versions, nothing else."""
+    what = f"sweep spec {spec!r}"
+    name, sep, rest = spec.strip().partition("==")
+    if not sep or not name or not rest:
+        raise UserError(f"{what}: write it as PACKAGE==V1,V2,... (e.g. brax==0.12.1,0.13.0,0.14.2)")
+    package = package_name(name, what)
+    versions = [version(v, what) for v in rest.split(",")]
     if len(set(versions)) < 2:
-        raise UserError(f"sweep spec {spec!r}: give at least two different versions")
-    return m.group(1).lower(), versions
-
-
-def parse_with(pins: list[str]) -> list[str]:
-    for p in pins:
-        if not re.match(r"^[A-Za-z0-9_.\-]+\s*(==|<=|>=|<|>|!=|~=)\s*[A-Za-z0-9_.+*\-]+$", p.strip()):
-            raise UserError(f"--with {p!r}: write a requirement such as jax==0.6.2 or 'numpy<2'")
-    return [p.strip() for p in pins]
+        raise UserError(f"{what}: give at least two different versions")
+    return package, versions
 
 
 def requirements(package: str, version: str, pins: list[str], backend: str) -> list[str]:

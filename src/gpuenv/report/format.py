@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
+import re
 from typing import Any
 
 
@@ -57,3 +59,16 @@ def html_table(head: list[str], rows: list[list[Any]], cls: str) -> str:
     h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def attr(value: Any) -> str:
+    """A value for an HTML attribute or text: every record value goes through this (or html_table)."""
+    return html.escape(str(value), quote=True)
+
+
+def slug(value: Any) -> str:
+    """A file-name-safe form of a record value; a value that needed changing gets a short hash so two
+    values never share a file."""
+    text = str(value)
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip(".-")[:60] or "x"
+    return safe if safe == text else f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"

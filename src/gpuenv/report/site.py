@@ -8,14 +8,13 @@ backend declares). The PNG files sit next to index.html for READMEs and papers.
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 from gpuenv.modes import all_modes, of
 from gpuenv.registry import default_registry
-from gpuenv.report.format import colour, label, plt_module
+from gpuenv.report.format import attr, colour, label, plt_module
 
 
 def latest(records: list[dict]) -> dict[str, dict]:
@@ -82,13 +81,39 @@ td:first-child,td:nth-child(2),th{text-align:left}img{max-width:100%;border:1px 
 
 
 def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
+    """index.html (and its PNGs) in `out`. Records of different machines (by identity and reference
+    speed, gpuenv.measure.fingerprint) never share a plot or a table: each machine gets its own page
+    under machine-N/, and index.html lists them."""
+    from gpuenv.measure.fingerprint import machines
+
     out.mkdir(parents=True, exist_ok=True)
     for name in sorted({label(r) for r in records}):
         colour(name)
-    machines = sorted({f"{r['where']['machine'].get('cpu_model')} ({r['where']['machine'].get('cpu_logical')} cores), GPU: "
-                       + ("; ".join(g.get("name", "?") for g in r["where"]["machine"].get("gpus", [])) or "none") for r in records})
+    groups = machines(records)
+    if len(groups) == 1:
+        return _page(records, out, num_envs, groups[0][0])
+    items = []
+    for i, (machine, recs) in enumerate(groups, 1):
+        _page(recs, out / f"machine-{i}", num_envs, machine)
+        items.append(f"<li><a href='machine-{i}/index.html'>machine {i}</a>: {attr(machine)} ({len(recs)} records)</li>")
+    page = _html(
+        f"<h1>gpuenv results</h1><p class='note'>{len(records)} records from {len(groups)} machines, told apart by identity "
+        f"and a reference workload's speed (or one machine whose speed changed between runs); built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
+        f"Their numbers are not comparable, so each has its own page.</p><ul>{''.join(items)}</ul>"
+    )
+    index = out / "index.html"
+    index.write_text(page)
+    return index
+
+
+def _html(body: str) -> str:
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>gpuenv results</title><style>{CSS}</style></head><body>{body}</body></html>"
+
+
+def _page(records: list[dict], out: Path, num_envs: int | None, machine: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
     parts = [f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
-             f"Machines: {html.escape('; '.join(machines))}. Latest record per case unless a history plot says otherwise.</p>"]
+             f"Machine: {attr(machine)}. Latest record per case unless a history plot says otherwise.</p>"]
     for mode in all_modes():
         mine = [r for r in records if r["measurement_mode"] == mode.name]
         if mine:
@@ -104,8 +129,6 @@ def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
         else:
             parts.append("<p class='note'>Not enough history yet: a case needs records from two different "
                          f"{'commits' if key == 'commit' else 'library versions'}.</p>")
-
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>gpuenv results</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>"
     index = out / "index.html"
-    index.write_text(page)
+    index.write_text(_html("".join(parts)))
     return index

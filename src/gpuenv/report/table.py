@@ -19,7 +19,10 @@ def tables(records: list[dict]) -> list[Table]:
 
 
 def footnotes(records: list[dict]) -> list[str]:
-    return [n for mode, mine in _split(records) for n in mode.footnotes(mine)]
+    from gpuenv.measure.fingerprint import footnote
+
+    machines = footnote(records)
+    return [*([machines] if machines else []), *(n for mode, mine in _split(records) for n in mode.footnotes(mine))]
 
 
 def markdown(records: list[dict]) -> str:

@@ -100,7 +100,7 @@ class FailureKind(str, Enum):
     - timeout: the worker ran past its timeout_s (hung or too slow) and was killed.
     - unsupported: the backend cannot run this case faithfully (its adapter raised gpuenv.errors.Unsupported).
     - diverged: training produced non-finite values.
-    - interrupted: the run was stopped by Ctrl-C or SIGTERM.
+    - interrupted: the run was stopped by Ctrl-C, SIGTERM or SIGHUP (the reason names which).
     - oom: the worker raised MemoryError.
     - refused: the worker reported a failed precondition or bad input (a UserError).
     - internal: gpuenv could not summarise the case (a bug in gpuenv).
@@ -149,12 +149,46 @@ def legacy_failure(reason: Any, *, process: Any = None, stderr_tail: Any = "") -
     return {"kind": kind, "reason": reason, "process": process, "stderr_tail": stderr_tail}
 
 
+def ordered(low: str, high: str) -> Any:
+    """A field validator (assign it in a model's body) refusing `high` below `low`."""
+
+    def check(cls: type, v: float, info: ValidationInfo) -> float:
+        if low in info.data and v < info.data[low]:
+            raise PydanticCustomError("ordered", "must be >= {name} ({low})", {"name": low, "low": info.data[low]})
+        return v
+
+    return field_validator(high, check_fields=False)(classmethod(check))  # type: ignore[arg-type]
+
+
 # --- where it ran --------------------------------------------------------------------------------
 
 
 class Gpu(OpenModel):
     name: Str
     driver: Str
+
+
+class SpeedBand(Model):
+    """A reference rate: the median of the repeats and the range of the middle ones (its noise)."""
+
+    median: PosFloat
+    low: PosFloat
+    high: PosFloat
+
+    _ordered = ordered("low", "high")
+
+
+class Fingerprint(OpenModel):
+    """How fast the machine was just before the case ran (gpuenv.measure.fingerprint)."""
+
+    method: Str
+    python_mops: SpeedBand
+    memory_gbs: SpeedBand
+    repeats: PosInt
+    cpu_mhz: NonNegFloat | None = None
+    governor: Str | None = None
+    steal_pct: NonNegFloat | None = None  # CPU steal during the measurement (a VM's neighbours)
+    seconds: NonNegFloat
 
 
 class Machine(OpenModel):
@@ -165,6 +199,7 @@ class Machine(OpenModel):
     cpu_physical: PosInt | None
     memory_gib: NonNegFloat | None
     gpus: list[Gpu]
+    fingerprint: Fingerprint | None = None  # absent in records before gpuenv measured it
 
 
 class Git(Model):
@@ -196,12 +231,7 @@ class Interval(Model):
     """An interval's one cross-field rule: ci_low <= ci_high. Only that: a bootstrap interval of
     medians need not contain the point median, and a correct measurement must never be refused."""
 
-    @field_validator("ci_high", check_fields=False)
-    @classmethod
-    def _high_above_low(cls, v: float, info: ValidationInfo) -> float:
-        if "ci_low" in info.data and v < info.data["ci_low"]:
-            raise PydanticCustomError("interval", "must be >= ci_low ({low})", {"low": info.data["ci_low"]})
-        return v
+    _high_above_low = ordered("ci_low", "ci_high")
 
 
 class RateInterval(Interval):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +28,16 @@ __all__ = ["SCHEMA", "SCHEMA_VERSION", "STATUSES", "TAGS_ENV", "header", "valida
 READS_VERSIONS = (1, SCHEMA_VERSION)
 TAGS_ENV = "GPUENV_RECORD_TAGS"
 _UNSET_ID = "0" * 16  # stands in for workload_id until the record is known to be well formed
+# A record is 5-10 KB; a reader never takes in more than this from one file, nor nesting deeper.
+MAX_RECORD_BYTES = 4 * 2**20
+MAX_DEPTH = 32
+QUOTE_CHARS = 40
+
+
+def quote(value: Any) -> str:
+    """A value as an error message may show it: repr, at most QUOTE_CHARS characters."""
+    text = repr(value)
+    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 3] + "..."
 
 
 def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) -> dict:
@@ -54,13 +65,13 @@ def validate(record: Any, source: str = "record") -> dict:
     if not isinstance(record, dict):
         raise UserError(f"{source}: not a gpuenv result record (top level is not an object)")
     if record.get("schema") != SCHEMA:
-        raise UserError(f"{source}: not a gpuenv result record (schema is {record.get('schema')!r})")
+        raise UserError(f"{source}: not a gpuenv result record (schema is {quote(record.get('schema'))})")
     version = record.get("schema_version")
     if type(version) is int and version == 1:
         return _seal(models.migrate_v1(record), source)
     if type(version) is not int or version != SCHEMA_VERSION:
         raise UserError(
-            f"{source}: result schema version {version!r} is not supported by this gpuenv "
+            f"{source}: result schema version {quote(version)} is not supported by this gpuenv "
             f"(reads versions {', '.join(map(str, READS_VERSIONS))}); "
             "use the gpuenv release that wrote it, or upgrade gpuenv"
         )
@@ -82,7 +93,7 @@ def _checked(record: dict, source: str) -> dict:
     mode = record.get("measurement_mode")
     if mode not in known_modes():
         raise UserError(
-            f"{source}: invalid result record: unknown measurement_mode {mode!r} (known: {', '.join(known_modes())})"
+            f"{source}: invalid result record: unknown measurement_mode {quote(mode)} (known: {', '.join(known_modes())})"
         )
     try:
         model = record_model(mode).model_validate(record)
@@ -96,8 +107,7 @@ def _first_error(e: ValidationError) -> str:
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
     if err["type"] == "missing":
         return f"field '{path}' is missing"
-    got = repr(err.get("input"))
-    got = got if len(got) <= 60 else got[:57] + "..."
+    got = quote(err.get("input"))
     return f"field '{path}' {err['msg'][:1].lower()}{err['msg'][1:]} (got {got})"
 
 
@@ -105,15 +115,43 @@ def _no_nan(token: str) -> float:
     raise ValueError(f"non-finite number {token}")
 
 
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, refusing what no record is: not a regular file, or larger than MAX_RECORD_BYTES."""
+    st = os.stat(path)  # before open: opening a FIFO would block
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: not a regular file, so not a result record")
+    with open(path, "rb") as f:
+        data = f.read(MAX_RECORD_BYTES + 1)  # the cap holds even if the file grew since stat
+    if len(data) > MAX_RECORD_BYTES:
+        raise UserError(f"{path}: {max(st.st_size, len(data)) / 2**20:,.1f} MiB is too large for a result record (at most {MAX_RECORD_BYTES // 2**20} MiB)")
+    return data
+
+
 def load(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text(), parse_constant=_no_nan)
+        data = json.loads(_read(Path(path)), parse_constant=_no_nan)
     except FileNotFoundError:
         raise UserError(f"{path}: no such result file") from None
+    except RecursionError:
+        raise UserError(f"{path}: corrupt result file (nested too deep to be a record)") from None
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
-        raise UserError(f"{path}: corrupt result file (not valid JSON: {e})") from None
+        raise UserError(f"{path}: corrupt result file (not valid JSON: {str(e)[:80]})") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read result file: {e.strerror or e}") from None
+    if _depth(data) > MAX_DEPTH:
+        raise UserError(f"{path}: corrupt result file (nested more than {MAX_DEPTH} levels deep; a record never is)")
     return validate(data, str(path))
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuenv.errors import UserError
+from gpuenv.errors import NoSpace, UserError
 from gpuenv.results import schema
 
 
@@ -17,14 +19,34 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+# A record is 5-10 KB (a failed one carries up to 2 KB of stderr): a run needs room for a few of them.
+MIN_FREE_BYTES = 64 * 1024
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def free_text(directory: Path) -> str:
+    try:
+        return f"{shutil.disk_usage(directory).free / 1024:,.0f} KiB free"
+    except OSError:
+        return "free space unknown"
+
+
 def prepare_dir(path: Path) -> Path:
-    """Create the output directory and prove it is writable before any case runs."""
+    """Create the output directory and prove it is writable, with room for records, before any case runs."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
             pass
     except OSError as e:
+        if e.errno in _FULL:
+            raise NoSpace(f"no space left for results in {path} ({free_text(path)}); free some space or pass another --out DIR") from None
         raise UserError(f"cannot write results to {path}: {e.strerror or e}; pass a writable --out DIR") from None
+    free = shutil.disk_usage(path).free
+    if free < MIN_FREE_BYTES:  # the probe above passes on a full disk (an empty file takes no blocks)
+        raise NoSpace(
+            f"no room for results in {path}: {free / 1024:,.0f} KiB free, a run needs at least "
+            f"{MIN_FREE_BYTES // 1024} KiB; free some space or pass another --out DIR"
+        )
     return path
 
 
@@ -35,6 +57,15 @@ def write_atomic_new(directory: Path, stem: str, data: dict) -> Path:
     replaced: os.link fails instead of overwriting.
     """
     payload = json.dumps(data, indent=1, sort_keys=False, allow_nan=False).encode()
+    try:
+        return _write_new(directory, stem, payload)
+    except OSError as e:
+        if e.errno in _FULL:
+            raise NoSpace(f"no space left in {directory} ({free_text(directory)}) writing {stem}.json") from None
+        raise UserError(f"cannot write {stem}.json in {directory}: {e.strerror or e}") from None
+
+
+def _write_new(directory: Path, stem: str, payload: bytes) -> Path:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.backends.spec import Backend, resolve
-from gpuenv.errors import UserError
+from gpuenv.errors import NoSpace, UserError
+from gpuenv.measure import fingerprint
 from gpuenv.measure.system import provenance
 from gpuenv.modes import Mode, Plan
 from gpuenv.registry import default_registry
@@ -64,7 +65,7 @@ class RecordContext:
     def failure(self, outcomes: list[Outcome]) -> dict:
         """The record's failure when its status is not ok."""
         if self.interrupted:
-            return failure("interrupted", "interrupted by the user (Ctrl-C or SIGTERM)")
+            return failure("interrupted", f"interrupted by {INTERRUPT.cause()}")
         if self.broken:
             return failure("internal", self.broken)
         first = next((o for o in outcomes if o.failure), None)
@@ -86,10 +87,12 @@ class Interrupt:
 
     def __init__(self) -> None:
         self.requested = False
+        self.signum: int | None = None
         self.current: subprocess.Popen | None = None
 
     def handler(self, signum: int, frame: Any) -> None:
         self.requested = True
+        self.signum = signum
         proc = self.current
         if proc is not None:
             try:
@@ -100,6 +103,13 @@ class Interrupt:
     def check(self) -> None:
         if self.requested:
             raise KeyboardInterrupt
+
+    def cause(self) -> str:
+        """What stopped the run, as a record says it."""
+        names = {int(signal.SIGINT): "Ctrl-C (SIGINT)", int(signal.SIGTERM): "SIGTERM", int(signal.SIGHUP): "SIGHUP (terminal closed)"}
+        if self.signum is None:
+            return names[int(signal.SIGINT)]
+        return names.get(self.signum) or _signal_name(-self.signum)
 
 
 INTERRUPT = Interrupt()
@@ -163,7 +173,10 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
             _kill_group(proc)
             raise KeyboardInterrupt
     tail = err_path.read_text(errors="replace")[-STDERR_TAIL:]
-    result = json.loads(out_path.read_text()) if out_path.exists() else None
+    try:
+        result = json.loads(out_path.read_text()) if out_path.exists() else None
+    except (ValueError, OSError):  # a torn or unreadable result is no result: the case says so below
+        result = None
     if fail is None:
         if result is not None and not result.get("ok"):
             fail, result = failure(result.get("kind", "crashed"), result.get("error", "worker failed"), index), None
@@ -187,6 +200,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 Event = Callable[[str, dict], None]
+
+
+class RunStopped(UserError):
+    """The run cannot go on (no space for records): what was written is kept, the rest did not run."""
+
+    def __init__(self, reason: str, written: list[tuple[dict, Path]], not_run: list[str]) -> None:
+        super().__init__(reason)
+        self.written, self.not_run = written, not_run
 
 
 def _where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> dict:
@@ -221,7 +242,9 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
         on_event("case_start", {"index": i, "item": item})
         outcomes: list[Outcome] = []
         interrupted = False
-        where = base
+        # How fast the machine is now, just before this case's workers start (none is running).
+        where = {**base, "machine": {**base["machine"], "fingerprint": fingerprint.measure()}}
+        here = where
         with tempfile.TemporaryDirectory(prefix="gpuenv-") as tmp:
             try:
                 if item.backend not in launchers:
@@ -233,7 +256,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
                 if isinstance(how, UserError):
                     outcomes.append(Outcome(0, None, failure("refused", str(how), 0)))
                 else:
-                    where = _where(base, how, Path(tmp), env_where)
+                    where = _where(here, how, Path(tmp), env_where)
                     for p in range(item.processes):
                         on_event("process_start", {"index": i, "process": p, "of": item.processes})
                         o = run_process(mode.process_spec(item, p, out_dir), p, item.timeout_s, Path(tmp), how)
@@ -252,10 +275,15 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
             ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv could not summarise this case: {e!r}")
             record = mode.build_record(item, outcomes, ctx)
         try:
-            path = write_record(out_dir, record)
-        except UserError as e:  # a record that fails its model is a gpuenv bug: keep the case, as failed
-            ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv built an invalid record: {e}")
-            path = write_record(out_dir, mode.build_record(item, [], ctx))
+            try:
+                path = write_record(out_dir, record)
+            except NoSpace:
+                raise
+            except UserError as e:  # a record that fails its model is a gpuenv bug: keep the case, as failed
+                ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv built an invalid record: {e}")
+                path = write_record(out_dir, mode.build_record(item, [], ctx))
+        except NoSpace as e:  # stop: every later record would fail the same way
+            raise RunStopped(str(e), written, [it.key for it in plan.items[i:]]) from None
         record = schema.load(path)
         written.append((record, path))
         on_event("case_done", {"index": i, "record": record, "path": path})

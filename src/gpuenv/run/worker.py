@@ -7,8 +7,10 @@ its failure kind (results.models.FailureKind), decided by the exception's type, 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -56,6 +58,58 @@ def main(spec_path: str, out_path: str) -> int:
     tmp.write_text(json.dumps(result))
     tmp.replace(out_path)
     return code
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(sig: int) -> bool:
+    """Ask the kernel to send `sig` to this process when its parent exits (Linux); False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def guard(parent: int | None = None) -> None:
+    """Make this worker and everything it starts die with the gpuenv process that started it.
+
+    The runner starts each worker as the leader of its own process group (so a timeout or Ctrl-C kills
+    the group). Were the runner itself killed (kill -9, the OOM killer, a CI runner cancelling), the
+    group would live on under PID 1. So the worker forks first: the parent stays a small watchdog that
+    only waits; the kernel sends it SIGTERM when the runner dies (PR_SET_PDEATHSIG), and it then kills
+    the whole group: the worker, SubprocVecEnv processes, simulator servers. A watchdog that does
+    nothing else cannot be stuck in native code the way a simulator can. The child carries on as the
+    worker (it dies with the watchdog too); the watchdog passes on the child's exit status or signal.
+    """
+    parent = os.getppid() if parent is None else parent
+    if not sys.platform.startswith("linux") or parent == 1 or os.getpgrp() != os.getpid():
+        return  # not started by the runner as a group leader (run by hand): nothing to guard
+    child = os.fork()
+    if child == 0:
+        _die_with_parent(signal.SIGKILL)
+        return
+
+    def kill_group(*_: object) -> None:
+        os.killpg(os.getpgrp(), signal.SIGKILL)  # takes this watchdog too
+
+    signal.signal(signal.SIGTERM, kill_group)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a stray Ctrl-C is the runner's to handle
+    if not _die_with_parent(signal.SIGTERM) or os.getppid() != parent:  # the runner died before prctl
+        kill_group()
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:  # the worker died of a signal: so does the watchdog, for the runner to see
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code if code >= 0 else 1)
 
 
 def exit_now(code: int) -> None:

@@ -3,7 +3,6 @@ num_envs, with the speedup over the baseline backend (its declaration says which
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from rich.table import Table
 
 from gpuenv.measure import stats
 from gpuenv.registry import default_registry
-from gpuenv.report.format import colour, duration, fmt_rate, html_table, label, plt_module
+from gpuenv.report.format import attr, colour, duration, fmt_rate, html_table, label, plt_module, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 
@@ -194,9 +193,9 @@ def site_sections(tp: list[dict], out: Path, num_envs: int | None = None) -> Ite
     if tp:
         yield ("<h2 id='scaling'>Throughput scaling</h2>")
         for task, recs in _by_task(tp).items():
-            name = f"scaling-{task}.png"
+            name = f"scaling-{slug(task)}.png"
             scaling_plot(task, recs, out / name)
-            yield (f"<h3>{html.escape(task)}</h3><img class='plot' src='{name}' alt='{task} scaling'>")
+            yield (f"<h3>{attr(task)}</h3><img class='plot' src='{attr(name)}' alt='{attr(task)} scaling'>")
         sizes = sorted({r["case"]["num_envs"] for r in tp}, key=lambda n: (-sum(r["case"]["num_envs"] == n for r in tp), n))
         n = num_envs or sizes[0]
         yield (f"<h2 id='comparison'>Backends at {n} envs</h2>")

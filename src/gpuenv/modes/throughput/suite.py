@@ -29,6 +29,10 @@ from gpuenv.registry import Registry
 from gpuenv.suites import str_list, unknown_keys
 from gpuenv.tasks import TASKS, get_task
 
+# Env i of a case is seeded seed + i, and EnvPool and NumPy's legacy seeding take 32-bit signed
+# seeds: leave room for 2^20 envs below 2^31.
+SEED_MAX = 2**31 - 1 - 2**20
+
 
 @dataclass(frozen=True)
 class MeasureSpec:
@@ -47,6 +51,8 @@ class MeasureSpec:
             math.isfinite(self.timeout_s) and self.timeout_s > 0
         ):
             raise UserError(f"{where}: min_time_s and timeout_s must be finite and > 0")
+        if not 0 <= self.seed <= SEED_MAX:
+            raise UserError(f"{where}: seed must be in 0..{SEED_MAX} (got {self.seed}; env i is seeded seed + i, and simulators take 31-bit seeds)")
         return self
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuenv.measure import stats
-from gpuenv.report.format import fmt_s, html_table, plt_module
+from gpuenv.report.format import attr, fmt_s, html_table, plt_module, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 
@@ -166,8 +166,6 @@ def ttr_plot(task: str, recs: list[dict], path: Path) -> None:
 
 
 def site_sections(ttr: list[dict], out: Path) -> Iterator[str]:
-    import html
-
     if ttr:
         yield ("<h2 id='ttr'>PPO time-to-reward</h2>")
         by_task: dict[str, list[dict]] = defaultdict(list)
@@ -175,9 +173,9 @@ def site_sections(ttr: list[dict], out: Path) -> Iterator[str]:
             if r["status"] == "ok":
                 by_task[r["case"]["task"]].append(r)
         for task, recs in sorted(by_task.items(), key=lambda kv: _task_rank(kv[0])):
-            name = f"ttr-{task}.png"
+            name = f"ttr-{slug(task)}.png"
             ttr_plot(task, recs, out / name)
-            yield (f"<h3>{html.escape(task)}</h3><img class='plot' src='{name}' alt='{task} time to reward'>")
+            yield (f"<h3>{attr(task)}</h3><img class='plot' src='{attr(name)}' alt='{attr(task)} time to reward'>")
         rows = [[r["case"]["task"], label(r), f"{r['summary']['reached']}/{r['summary']['seeds']}",
                  f"{r['summary']['time_to_threshold_s']['iqm']:.1f}", f"{r['summary']['env_steps_to_threshold']['iqm']:.0f}"]
                 for r in ttr if r["status"] == "ok"]

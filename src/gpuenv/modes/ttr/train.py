@@ -58,8 +58,9 @@ class Progress:
                 self.tb_note = "not written: tensorboardX is not installed"
 
     def phase(self, name: str, since: float) -> float:
+        """Count the time from `since` to now as startup phase `name` (added up if it recurs)."""
         now = self.clock()
-        self.phases[name] = now - since
+        self.phases[name] = self.phases.get(name, 0.0) + (now - since)
         return now
 
     @property
@@ -156,6 +157,9 @@ def run_training(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
     case = PpoCase(**spec["case"])
     registry = default_registry()
     prog = Progress(case, int(spec["seed"]), clock, t0, spec.get("tb_dir"), registry.native(case.task, case.backend))
+    # The harness's own setup, TensorBoard's writer (tensorboardX imports torch, about a second) among
+    # it, is import time, not training time; the trainer adds its own imports to the same phase.
+    prog.phase("import", t0)
     from gpuenv.modes.ttr.suite import trainers
 
     details = resolve(trainers(registry)[case.trainer][0].run)(case, prog)

@@ -1,0 +1,161 @@
+"""A machine-speed fingerprint: a short fixed reference workload, timed the way cases are timed.
+
+Two VMs with the same metadata (CPU model, cores, memory, kernel) measured the same suite 2x apart: a
+noisy neighbour, CPU steal, another clock. A machine's name does not say how fast it is, so every
+record carries this fingerprint, measured in the main process just before the case's workers start
+(no worker is running then): a pure-Python loop (the speed of a host-side driver: SubprocVecEnv, a
+Python simulator loop) and a memory-bound NumPy add (the speed of copying observations), each timed
+REPEATS times, the median with the range of the middle values as its noise band; plus, as pyperf
+records, the CPU clock and frequency governor where readable and the CPU steal time during the
+measurement. About 0.2 s per case.
+
+`differs` says when two fingerprints are beyond their noise apart (then the records are treated as
+from different machines); `machines` groups records by machine identity and speed, for the report
+and the tables, which never join two machines without saying so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+METHOD = "gpuenv-ref-1"  # change it when the workload changes: fingerprints of two methods never compare
+REPEATS = 7
+LOOP_N = 150_000
+MEM_BYTES = 8 * 2**20
+# (key, unit, tolerance): speeds closer than the tolerance are one machine, whatever the noise bands
+# say. Memory bandwidth on a shared VM moves more than a core's speed does, so it gets more room.
+COMPONENTS = (("python_mops", "Mloops/s (pure Python)", 0.10), ("memory_gbs", "GB/s (NumPy add)", 0.25))
+
+
+def _loop(n: int) -> int:
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
+
+
+def _band(rates: list[float]) -> dict[str, float]:
+    s = sorted(rates)
+    return {"median": float(np.median(s)), "low": s[1] if len(s) > 2 else s[0], "high": s[-2] if len(s) > 2 else s[-1]}
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _cpu_mhz() -> float | None:
+    khz = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
+    if khz and khz.isdigit():
+        return round(int(khz) / 1000, 1)
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("cpu MHz"):
+            try:
+                return round(float(line.split(":", 1)[1]), 1)
+            except ValueError:
+                return None
+    return None
+
+
+def measure() -> dict[str, Any]:
+    """The fingerprint of this machine now (a record's where.machine.fingerprint)."""
+    before = psutil.cpu_times()
+    t_start = time.perf_counter()
+    _loop(LOOP_N // 10)  # warm-up
+    py = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        _loop(LOOP_N)
+        py.append(LOOP_N / (time.perf_counter() - t) / 1e6)
+    n = MEM_BYTES // 8
+    a, b, c = np.ones(n), np.ones(n), np.empty(n)
+    np.add(a, b, out=c)  # warm-up: pages touched
+    mem = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        np.add(a, b, out=c)
+        mem.append(3 * MEM_BYTES / (time.perf_counter() - t) / 1e9)  # two reads, one write
+    wall = time.perf_counter() - t_start
+    after = psutil.cpu_times()
+    steal = getattr(after, "steal", None)
+    steal_pct = None
+    if steal is not None and wall > 0:
+        steal_pct = round(100 * max(0.0, steal - before.steal) / (wall * (psutil.cpu_count() or 1)), 1)
+    return {
+        "method": METHOD,
+        "python_mops": _band(py),
+        "memory_gbs": _band(mem),
+        "repeats": REPEATS,
+        "cpu_mhz": _cpu_mhz(),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "steal_pct": steal_pct,
+        "seconds": round(wall, 3),
+    }
+
+
+def of(record: dict) -> dict | None:
+    fp = record["where"]["machine"].get("fingerprint")
+    return fp if isinstance(fp, dict) and fp.get("method") == METHOD else None
+
+
+def _noise(band: dict) -> float:
+    return (band["high"] - band["low"]) / 2 / band["median"]
+
+
+def differs(a: dict | None, b: dict | None) -> str | None:
+    """Why two fingerprints are of different machine speeds (beyond TOLERANCE and twice their noise),
+    or None when they agree or either is missing."""
+    if a is None or b is None or a.get("method") != b.get("method"):
+        return None
+    out = []
+    for key, unit, tolerance in COMPONENTS:
+        x, y = a[key], b[key]
+        ratio = y["median"] / x["median"]
+        allowed = max(tolerance, 2 * max(_noise(x), _noise(y)))
+        if abs(math.log(ratio)) > math.log1p(allowed):
+            out.append(f"{x['median']:.3g} vs {y['median']:.3g} {unit} ({ratio:.2f}x, noise +-{100 * allowed:.0f}%)")
+    return "; ".join(out) or None
+
+
+def identity(record: dict) -> str:
+    m = record["where"]["machine"]
+    gpus = "; ".join(g.get("name", "?") for g in m.get("gpus", [])) or "no GPU"
+    return f"{m.get('cpu_model')} ({m.get('cpu_logical')} cores), {gpus}"
+
+
+def machines(records: list[dict]) -> list[tuple[str, list[dict]]]:
+    """Records grouped by machine: the same identity and fingerprints within noise of the group's
+    first. Labels say the identity and the reference speed; one group when all agree."""
+    groups: list[tuple[str, dict | None, list[dict]]] = []
+    for r in sorted(records, key=lambda r: (identity(r), (of(r) or {}).get("python_mops", {}).get("median", 0.0))):
+        ident, fp = identity(r), of(r)
+        for g in groups:
+            if g[0] == ident and (g[1] is None) == (fp is None) and not differs(g[1], fp):
+                g[2].append(r)
+                break
+        else:
+            groups.append((ident, fp, [r]))
+    out = []
+    for ident, fp, recs in groups:
+        speed = f"reference speed {fp['python_mops']['median']:.3g} Mloops/s, {fp['memory_gbs']['median']:.3g} GB/s" if fp else "speed not recorded"
+        out.append((f"{ident}, {speed}", recs))
+    return out
+
+
+def footnote(records: list[dict]) -> str | None:
+    """A warning when records of more than one machine (by identity or speed) are shown together."""
+    groups = machines(records)
+    if len(groups) < 2:
+        return None
+    parts = "; ".join(f"[{i}] {label}: {len(recs)} record(s)" for i, (label, recs) in enumerate(groups, 1))
+    return (f"these records come from {len(groups)} machines by identity and reference speed, or from one whose speed "
+            f"changed between cases (a busy neighbour, CPU steal): {parts}; rows of different groups are not comparable "
+            "(gpuenv report draws each on its own page)")
