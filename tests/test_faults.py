@@ -386,6 +386,7 @@ def two_machines(good_run: Path, tmp_path: Path) -> tuple[Path, Path]:
         d.mkdir()
         r = copy.deepcopy(rec)
         r["where"]["machine"]["fingerprint"] = fp(speed)
+        r["run_id"] = f"run-{speed:g}"  # two runs: a run is on one machine
         validate(r)
         (d / good_run.name).write_text(json.dumps(r))
     return old, new
@@ -400,6 +401,7 @@ def test_compare_refuses_two_machine_speeds_and_report_draws_them_apart(good_run
     assert r.returncode == 0 and "compared across machine speeds" in r.stdout, r.stdout + r.stderr
     r = cli("show", str(old), str(new))
     assert r.returncode == 0 and "come from 2 machines" in r.stdout.replace("\n", " "), r.stdout
+
     r = cli("report", str(old), str(new), "--out", str(tmp_path / "site"))
     assert r.returncode == 0, r.stderr
     index = (tmp_path / "site" / "index.html").read_text()
@@ -407,3 +409,14 @@ def test_compare_refuses_two_machine_speeds_and_report_draws_them_apart(good_run
     for i in (1, 2):
         page = (tmp_path / "site" / f"machine-{i}" / "index.html").read_text()
         assert "1 records" in page  # each machine's page holds only its own record
+
+
+def test_a_run_whose_speed_moved_is_one_machine_with_a_warning(good_run):
+    rec = load(good_run)
+    a, b = copy.deepcopy(rec), copy.deepcopy(rec)
+    a["case_key"], b["case_key"] = "case-a", "case-b"
+    a["where"]["machine"]["fingerprint"], b["where"]["machine"]["fingerprint"] = fp(10.0), fp(15.0)
+    assert len(fingerprint.machines([a, b])) == 1  # one run, one machine
+    (line,) = fingerprint.footnotes([a, b])
+    assert line.startswith(f"run {rec['run_id']}: the machine's reference speed moved between cases (case-a vs case-b")
+    assert fingerprint.footnotes([a, copy.deepcopy(a)]) == []

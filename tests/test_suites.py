@@ -42,11 +42,11 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
         load_any(n, REG)  # throughput and time-to-reward suites alike
     q = plan(load_suite("quick", REG), REG)
     tasks = {pc.case.task for pc in q.items}
-    assert tasks == {"cartpole", "halfcheetah", "ant", "pong"}
+    assert tasks == {"cartpole", "halfcheetah", "ant", "pong", "ballchase"}
     sizes = {pc.case.num_envs for pc in q.items if pc.case.backend != "isaaclab"}
     assert min(sizes) == 1 and max(sizes) == 64  # CPU-sized; Isaac Lab (its image only) at 4096
     backends = {pc.case.backend for pc in q.items}
-    assert backends == {"gymnasium", "envpool", "brax", "mjx", "isaaclab"}
+    assert backends == {"gymnasium", "envpool", "brax", "mjx", "isaaclab", "godot"}
     assert all(pc.measure.processes >= 3 for pc in q.items)
     t = plan(load_suite("throughput", REG), REG)
     assert max(pc.case.num_envs for pc in t.items) == 16384

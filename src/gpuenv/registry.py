@@ -24,6 +24,7 @@ BUILTIN = (
     "gpuenv.backends.brax",
     "gpuenv.backends.mjx",
     "gpuenv.backends.isaaclab",
+    "gpuenv.backends.godot",
 )
 PLUGINS_ENV = "GPUENV_PLUGINS"
 ENTRY_POINTS = "gpuenv.backends"

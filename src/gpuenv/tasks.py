@@ -31,6 +31,7 @@ TASKS: dict[str, Task] = {
         Task("pong", "atari", "Atari Pong, DQN-style preprocessing (84x84 gray, 4 stacked frames, frame skip 4)"),
         Task("cheetah_run", "dm_control", "DeepMind Control Suite cheetah-run"),
         Task("cartpole_balance", "dm_control", "DeepMind Control Suite cartpole-balance"),
+        Task("ballchase", "game-engine", "BallChase: an agent on a walled plane chases a target point (Godot physics, godot-rl protocol)"),
     ]
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -126,9 +127,12 @@ class Backend:
     ppo_env: PpoEnv | None = None
     trainers: tuple[Trainer, ...] = ()  # native trainers
     worker_env: str | None = None  # "module:function"() -> env vars its workers need (a compile cache ...)
+    programs: tuple[str, ...] = ()  # executables it starts, found on PATH (a simulator server binary)
 
     def missing(self) -> list[str]:
-        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+        return [m for m in self.requires if importlib.util.find_spec(m) is None] + [
+            p for p in self.programs if shutil.which(p) is None
+        ]
 
     def unavailable_reason(self) -> str | None:
         if self.environment is not None:

@@ -131,18 +131,33 @@ def identity(record: dict) -> str:
     return f"{m.get('cpu_model')} ({m.get('cpu_logical')} cores), {gpus}"
 
 
+def _run_fingerprint(records: list[dict]) -> dict | None:
+    """One run's fingerprint: per component, the median over its cases (a run is on one machine)."""
+    fps = [f for f in map(of, records) if f]
+    if not fps:
+        return None
+    out = dict(fps[0])
+    for key, _, _ in COMPONENTS:
+        out[key] = {k: float(np.median([f[key][k] for f in fps])) for k in ("median", "low", "high")}
+    return out
+
+
 def machines(records: list[dict]) -> list[tuple[str, list[dict]]]:
-    """Records grouped by machine: the same identity and fingerprints within noise of the group's
-    first. Labels say the identity and the reference speed; one group when all agree."""
+    """Records grouped by machine. A run is on one machine; runs are one machine when their identity
+    is the same and their fingerprints (median over the run's cases) are within noise of the group's
+    first. Labels say the identity and the reference speed."""
+    runs: dict[str, list[dict]] = {}
+    for r in records:
+        runs.setdefault(r["run_id"], []).append(r)
     groups: list[tuple[str, dict | None, list[dict]]] = []
-    for r in sorted(records, key=lambda r: (identity(r), (of(r) or {}).get("python_mops", {}).get("median", 0.0))):
-        ident, fp = identity(r), of(r)
+    keyed = [(identity(recs[0]), _run_fingerprint(recs), recs) for recs in runs.values()]
+    for ident, fp, recs in sorted(keyed, key=lambda x: (x[0], (x[1] or {}).get("python_mops", {}).get("median", 0.0))):
         for g in groups:
             if g[0] == ident and (g[1] is None) == (fp is None) and not differs(g[1], fp):
-                g[2].append(r)
+                g[2].extend(recs)
                 break
         else:
-            groups.append((ident, fp, [r]))
+            groups.append((ident, fp, list(recs)))
     out = []
     for ident, fp, recs in groups:
         speed = f"reference speed {fp['python_mops']['median']:.3g} Mloops/s, {fp['memory_gbs']['median']:.3g} GB/s" if fp else "speed not recorded"
@@ -150,12 +165,29 @@ def machines(records: list[dict]) -> list[tuple[str, list[dict]]]:
     return out
 
 
-def footnote(records: list[dict]) -> str | None:
-    """A warning when records of more than one machine (by identity or speed) are shown together."""
+def drift(records: list[dict]) -> list[str]:
+    """One line per run whose machine speed moved beyond noise between its cases (a busy neighbour)."""
+    runs: dict[str, list[dict]] = {}
+    for r in records:
+        if of(r):
+            runs.setdefault(r["run_id"], []).append(r)
+    lines = []
+    for run_id, recs in sorted(runs.items()):
+        by_speed = sorted(recs, key=lambda r: of(r)["python_mops"]["median"])  # type: ignore[index]
+        slow, fast = by_speed[0], by_speed[-1]
+        why = differs(of(slow), of(fast))
+        if why:
+            lines.append(f"run {run_id}: the machine's reference speed moved between cases ({slow['case_key']} vs "
+                         f"{fast['case_key']}: {why}): a busy neighbour or CPU steal; its cases were measured at different speeds")
+    return lines
+
+
+def footnotes(records: list[dict]) -> list[str]:
+    """Warnings: records of more than one machine shown together; runs whose speed moved."""
     groups = machines(records)
-    if len(groups) < 2:
-        return None
-    parts = "; ".join(f"[{i}] {label}: {len(recs)} record(s)" for i, (label, recs) in enumerate(groups, 1))
-    return (f"these records come from {len(groups)} machines by identity and reference speed, or from one whose speed "
-            f"changed between cases (a busy neighbour, CPU steal): {parts}; rows of different groups are not comparable "
-            "(gpuenv report draws each on its own page)")
+    out = drift(records)
+    if len(groups) > 1:
+        parts = "; ".join(f"[{i}] {label}: {len(recs)} record(s)" for i, (label, recs) in enumerate(groups, 1))
+        out.insert(0, f"these records come from {len(groups)} machines, told apart by identity and reference speed: {parts}; "
+                      "rows of different machines are not comparable (gpuenv report draws each on its own page)")
+    return out

@@ -1,11 +1,18 @@
-"""Resource sampling during the timed region: CPU per core, and GPU utilisation/memory where present.
+"""Resource sampling during the timed region: CPU per core, GPU utilisation/memory where present, and
+where the CPU time went, from the processes' own accounting.
 
-It tells where the bottleneck was: a CPU simulator pins every core while the GPU idles; a GPU
-simulator should show the GPU busy and one host core (the Python driver) at most.
+The split answers "is the bottleneck CPU, GPU or the socket?": CPU seconds of the Python driver (the
+worker's main thread) against the simulator (every other thread of the worker: EnvPool's pool, XLA's
+and torch's threads; and every child process: SubprocVecEnv envs, Godot servers), over the timed
+wall-clock. The label names the side that bounds the rate, with the numbers beside it:
+GPU busy -> gpu; every core busy -> the side using more of them; the driver thread at a full core ->
+driver CPU; one simulator process at a full core -> simulator CPU; neither -> IPC/wait (time goes to
+sockets, pipes, pacing or sleeping).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -23,6 +30,7 @@ class ResourceSamples:
     cpu_percent_per_core: list[list[float]] = field(default_factory=list)
     gpu_util_percent: list[float] = field(default_factory=list)
     gpu_mem_used_mib: list[float] = field(default_factory=list)
+    cpu_split: dict | None = None  # CpuSplit.result(): driver vs simulator CPU over the timed region
 
     def summary(self) -> dict:
         out: dict = {"samples": len(self.cpu_percent_per_core), "interval_s": self.interval_s, "gpu_method": self.gpu_method}
@@ -34,23 +42,101 @@ class ResourceSamples:
         if self.gpu_util_percent:
             out["gpu_util_percent_mean"] = round(float(np.mean(self.gpu_util_percent)), 1)
             out["gpu_mem_used_mib_max"] = float(np.max(self.gpu_mem_used_mib))
+        if self.cpu_split:
+            out["cpu_split"] = self.cpu_split
         out["bottleneck"] = bottleneck(out)
         return out
 
 
+BUSY = 0.85  # of a core, or of all cores: "saturated"
+
+
 def bottleneck(s: dict) -> str:
-    """A coarse, explainable label; the raw numbers are kept beside it."""
+    """The side that bounds the rate, with the numbers beside it (the raw ones are kept too)."""
     if not s.get("samples"):
         return "unknown"
     gpu = s.get("gpu_util_percent_mean")
     if gpu is not None and gpu >= 80:
-        return "gpu"
-    if s.get("cpu_percent_mean", 0) >= 80:
-        return "cpu: all cores"
-    busy = s.get("cpu_cores_busy", 0)
-    if busy:
-        return "cpu: 1 core" if busy == 1 else f"cpu: {busy} cores"
-    return "none saturated"
+        return f"gpu ({gpu:.0f}% busy)"
+    c = s.get("cpu_split")
+    if not c:  # no process accounting: per-core load only
+        if s.get("cpu_percent_mean", 0) >= 80:
+            return "cpu: all cores"
+        busy = s.get("cpu_cores_busy", 0)
+        return (f"cpu: {busy} core{'s' if busy > 1 else ''}") if busy else "none saturated"
+    drv, sim, top, cores = c["driver_cores"], c["simulator_cores"], c["simulator_top_cores"], c["cores"]
+    nums = f"simulator {sim:.2f} + driver {drv:.2f} of {cores} cores"
+    if drv + sim >= BUSY * cores:
+        return f"{'simulator' if sim >= drv else 'driver'} CPU: all cores busy ({nums})"
+    if drv >= BUSY:
+        return f"driver CPU: the Python thread at {drv:.2f} core ({nums})"
+    if top >= BUSY:
+        return f"simulator CPU: one simulator process/thread at {top:.2f} core ({nums})"
+    return f"IPC/wait: no side saturated ({nums}; the rest is waiting on sockets, pipes or pacing)"
+
+
+def _tree_times(me: psutil.Process, main_tid: int) -> dict[str, float]:
+    """CPU seconds now: 'driver' (the main thread), 'sim' (other threads + children), and per unit."""
+    units: dict[str, float] = {}
+    driver = 0.0
+    try:
+        for t in me.threads():
+            if t.id == main_tid:
+                driver = t.user_time + t.system_time
+            else:
+                units[f"t{t.id}"] = t.user_time + t.system_time
+    except psutil.Error:
+        pass
+    for child in me.children(recursive=True):
+        try:
+            ct = child.cpu_times()
+            units[f"p{child.pid}"] = ct.user + ct.system
+        except psutil.Error:
+            continue
+    return {"driver": driver, **units}
+
+
+class CpuSplit:
+    """CPU seconds of the driver thread vs the simulator (threads + child processes) between start/stop."""
+
+    def __init__(self) -> None:
+        self.me = psutil.Process()
+        self.main_tid = threading.get_native_id()  # built in the main thread (after a fork, main_thread() may keep the parent's id)
+        self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (psutil.cpu_count() or 1)
+        self.wall = 0.0
+        self.driver = 0.0
+        self.units: dict[str, float] = {}
+        self._t: float | None = None
+        self._snap: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._snap = _tree_times(self.me, self.main_tid)
+        self._t = time.perf_counter()
+
+    def stop(self, monitor_tid: int | None) -> None:
+        if self._t is None:
+            return
+        now = _tree_times(self.me, self.main_tid)
+        self.wall += time.perf_counter() - self._t
+        self._t = None
+        self.driver += now["driver"] - self._snap.get("driver", 0.0)
+        for k, v in now.items():
+            if k != "driver" and k != f"t{monitor_tid}":  # the sampling thread is gpuenv's, not the simulator's
+                self.units[k] = self.units.get(k, 0.0) + max(0.0, v - self._snap.get(k, 0.0))
+
+    def result(self) -> dict | None:
+        if self.wall <= 0:
+            return None
+        w = self.wall
+        return {
+            "wall_s": round(w, 4),
+            "cores": self.cores,
+            "driver_cores": round(self.driver / w, 3),
+            "simulator_cores": round(sum(self.units.values()) / w, 3),
+            "simulator_top_cores": round(max(self.units.values(), default=0.0) / w, 3),
+            "simulator_units": len([v for v in self.units.values() if v > 0]),
+            "method": "psutil CPU times of the worker's main thread vs its other threads and child processes",
+        }
 
 
 class _Gpu:
@@ -110,14 +196,19 @@ class Monitor:
         self.samples = ResourceSamples(interval_s, gpu_method=self._gpu.method)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._split = CpuSplit()
 
     def set_active(self, active: bool) -> None:
         if active:
             psutil.cpu_percent(percpu=True)  # prime: the next call reports usage since now
+            self._split.start()
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, daemon=True)
             self._thread.start()
         else:
+            tid = self._thread.native_id if self._thread else None
+            self._split.stop(tid)
+            self.samples.cpu_split = self._split.result()
             self._stop.set()
             if self._thread:
                 self._thread.join()

@@ -12,6 +12,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gpuenv.measure.fingerprint import drift, machines
 from gpuenv.modes import all_modes, of
 from gpuenv.registry import default_registry
 from gpuenv.report.format import attr, colour, label, plt_module
@@ -84,7 +85,6 @@ def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
     """index.html (and its PNGs) in `out`. Records of different machines (by identity and reference
     speed, gpuenv.measure.fingerprint) never share a plot or a table: each machine gets its own page
     under machine-N/, and index.html lists them."""
-    from gpuenv.measure.fingerprint import machines
 
     out.mkdir(parents=True, exist_ok=True)
     for name in sorted({label(r) for r in records}):
@@ -114,6 +114,7 @@ def _page(records: list[dict], out: Path, num_envs: int | None, machine: str) ->
     out.mkdir(parents=True, exist_ok=True)
     parts = [f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
              f"Machine: {attr(machine)}. Latest record per case unless a history plot says otherwise.</p>"]
+    parts += [f"<p class='note'>Warning: {attr(line)}</p>" for line in drift(records)]
     for mode in all_modes():
         mine = [r for r in records if r["measurement_mode"] == mode.name]
         if mine:

@@ -19,10 +19,9 @@ def tables(records: list[dict]) -> list[Table]:
 
 
 def footnotes(records: list[dict]) -> list[str]:
-    from gpuenv.measure.fingerprint import footnote
+    from gpuenv.measure.fingerprint import footnotes as machine_notes
 
-    machines = footnote(records)
-    return [*([machines] if machines else []), *(n for mode, mine in _split(records) for n in mode.footnotes(mine))]
+    return [*machine_notes(records), *(n for mode, mine in _split(records) for n in mode.footnotes(mine))]
 
 
 def markdown(records: list[dict]) -> str:
