@@ -38,15 +38,16 @@ bench: $(STAMP)
 bench-%: $(STAMP)
 	$(GPUENV) bench-image $* $(if $(LOCAL),--local)
 
-## Images: docker buildx bake over the declarative matrix in docker/docker-bake.json.
-images:
-	$(BAKE)
+## Images: plain `docker build` in dependency order (any engine; BuildKit on), from the image table.
+## docker/docker-bake.json (generated from the same table) stays for buildx users and CI workflows.
+images: $(STAMP)
+	$(GPUENV) images build
 ## Library versions for one image: make image-brax BRAX_VERSION=0.13.0 (also ENVPOOL_, MJX_, JAX_VERSION):
 ## a version lock (hash-locked like the others), its own tag gpuenv/brax:brax-0.13.0, tagged records.
 PINS = $(strip $(if $(BRAX_VERSION),--pin brax==$(BRAX_VERSION)) $(if $(ENVPOOL_VERSION),--pin envpool==$(ENVPOOL_VERSION)) \
 	$(if $(MJX_VERSION),--pin mujoco-mjx==$(MJX_VERSION)) $(if $(JAX_VERSION),--pin jax==$(JAX_VERSION)))
 image-%: $(STAMP)
-	$(GPUENV) images --build $* $(PINS)
+	$(GPUENV) images build $* $(PINS)
 
 ## Regenerate the hash-locked lock files (uv) and the bake file whose labels carry their versions.
 locks: $(STAMP)

@@ -1,13 +1,15 @@
-# syntax=docker/dockerfile:1.7
 # gpuenv/gymnasium: the CPU baseline: Gymnasium + MuJoCo + ALE, Stable-Baselines3 (SubprocVecEnv/DummyVecEnv).
-# Build: make image-gymnasium (docker buildx bake, docker/docker-bake.json). Run: docker run --rm gpuenv/gymnasium bench
-# `base` is the bake context target:base (docker/base.Dockerfile), itself pinned by tag and digest.
+# Build: gpuenv images build gymnasium. Run: docker run --rm gpuenv/gymnasium bench
+# BASE is gpuenv/base (docker/base.Dockerfile, itself pinned by tag and digest), built first.
+ARG BASE=gpuenv/base:latest
 # hadolint ignore=DL3006
-FROM base
+FROM ${BASE}
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
+ARG GPUENV_VERSION=unknown
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # `make image-gymnasium BRAX_VERSION=...` (etc.) builds from a version lock instead, and tags its records.
 ARG LOCK=docker/locks/gymnasium.txt
 ARG VERSION_SET=""
@@ -16,14 +18,22 @@ LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
 
 # Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
 COPY ${LOCK} /opt/gpuenv/lock.txt
-RUN pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: \
-      --extra-index-url https://download.pytorch.org/whl/cpu -r /opt/gpuenv/lock.txt
+# The CPU torch wheel comes from TORCH_INDEX, or from wheels in docker/wheels/ (the build command
+# fills it where the host has them; TORCH_INDEX is then empty: no retries against an unreachable index).
+# A host CA bundle, where registry access needs one, comes as the build secret `pipcert`.
+RUN --mount=type=bind,source=docker/wheels,target=/wheels \
+    --mount=type=secret,id=pipcert \
+    if [ -f /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi; \
+    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --find-links /wheels \
+      ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -r /opt/gpuenv/lock.txt
 
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
 ENV GPUENV_IMAGE=gymnasium \
     GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_PACKAGE_VERSION=${GPUENV_VERSION} \
+    GPUENV_LOCK=${LOCK} \
     GPUENV_VERSION_SET=${VERSION_SET}
 
 USER 1000:1000

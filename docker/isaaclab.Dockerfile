@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1.7
 # gpuenv/isaaclab: Isaac Lab 2.3 on Isaac Sim 5.1 (Python 3.11), NVIDIA's own image pinned by tag and
 # digest, with gpuenv's few dependencies from its hash-locked lock file. Needs an RTX-class GPU and
 # the NVIDIA container runtime with graphics capabilities (Isaac Sim uses Vulkan even headless).

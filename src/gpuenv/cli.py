@@ -343,38 +343,24 @@ def doctor(
 
 @app.command()
 def images(
+    action: Annotated[str | None, typer.Argument(help="build: build images with any Docker engine")] = None,
+    names: Annotated[list[str] | None, typer.Argument(help="with build: which images (default: all)")] = None,
     bake: Annotated[bool, typer.Option("--bake", help="print the docker buildx bake file (JSON) and exit")] = False,
     locks: Annotated[bool, typer.Option("--locks", help="regenerate docker/locks/*.txt with uv")] = False,
-    build: Annotated[str | None, typer.Option("--build", help="build this image (docker buildx bake)")] = None,
-    pin: Annotated[list[str] | None, typer.Option("--pin", help="with --build: library version, e.g. brax==0.13.0")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="with --build: write the lock, print the command")] = False,
+    build: Annotated[str | None, typer.Option("--build", help="build this image (same as `images build NAME`)")] = None,
+    pin: Annotated[list[str] | None, typer.Option("--pin", help="with build: library version, e.g. brax==0.13.0")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="with build: write the lock, print the commands")] = False,
 ) -> None:
-    """The per-backend Docker images: base image, CUDA, pinned versions, minimum driver."""
+    """The per-backend Docker images: base image, CUDA, pinned versions, minimum driver; `build` builds them."""
     from gpuenv import images as im
     from gpuenv.images import bake_text, base_of, locked_versions, write_locks
     from gpuenv.modes import all_modes
 
-    if build:
-        import subprocess
-
-        from gpuenv.images import DOCKER, ROOT, docker_status, get_image, version_build_command
-        from gpuenv.pins import exact_pin
-
-        img = get_image(build)
-        pin = ["==".join(exact_pin(p, f"--pin {p!r}")) for p in pin or []]
-        if pin:
-            (lock,) = write_locks([img.backend], pin)
-            console.print(f"wrote {lock}")
-            cmd = version_build_command(img, pin)
-        else:
-            cmd = ["docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), img.backend]
-        console.print(" ".join(cmd), highlight=False, markup=False)
-        if dry_run:
-            return
-        why = docker_status(gpu=False)
-        if why:
-            raise UserError(f"cannot build gpuenv/{img.backend} here: {why}")
-        raise typer.Exit(subprocess.call(cmd, cwd=ROOT))
+    if action not in (None, "build"):
+        raise UserError(f"unknown images action '{action}'; use `gpuenv images build [NAMES]` or `gpuenv images`")
+    if build or action == "build":
+        build_images(([build] if build else []) + list(names or []), pin or [], dry_run)
+        return
     if bake:
         print(bake_text(), end="")
         return
@@ -396,6 +382,57 @@ def images(
     console.print(t)
 
 
+def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
+    """`gpuenv images build`: plain `docker build` in dependency order, BuildKit on; the base from the
+    pinned reference, or a local debootstrap one where it cannot be pulled."""
+    import shlex
+    import subprocess
+    import time
+
+    from gpuenv import images as im
+    from gpuenv.pins import exact_pin
+
+    for n in names:
+        im.get_image(n)
+    pins = ["==".join(exact_pin(p, f"--pin {p!r}")) for p in pins]
+    if pins:
+        if len(names) != 1:
+            raise UserError("--pin builds one image: name it, e.g. `gpuenv images build brax --pin brax==0.13.0`")
+        (lock,) = im.write_locks(names, pins)
+        console.print(f"wrote {lock}")
+    if dry_run:
+        for _, cmd in im.build_commands(names, "docker", im.pinned_base(), pins):
+            console.print(shlex.join(cmd), highlight=False, markup=False, soft_wrap=True)
+        return
+    why = im.docker_status(gpu=False)
+    if why:
+        raise UserError(f"cannot build images here: {why}")
+    docker = im.build_client()
+    base, source = im.base_image(docker)
+    console.print(f"base image: {base} ({source})", highlight=False)
+    env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+    rows = []
+    for name, cmd in im.build_commands(names, docker, base, pins):
+        console.print(f"[bold]building {name}[/]: {escape(shlex.join(cmd))}", highlight=False, soft_wrap=True)
+        t0 = time.perf_counter()
+        rc = subprocess.call(cmd, cwd=im.ROOT, env=env)
+        took = time.perf_counter() - t0
+        ref = cmd[cmd.index("-t") + 1]
+        size = im.image_size(docker, ref) if rc == 0 else None
+        rows.append((name, rc, took, size))
+        if rc != 0:
+            break  # later images build on this one, or would fail the same way
+    t = Table(title="images built", title_justify="left")
+    for col in ("image", "result", "build s", "size"):
+        t.add_column(col)
+    for name, rc, took, size in rows:
+        t.add_row(name, "[green]ok[/]" if rc == 0 else f"[red]failed (exit {rc})[/]", f"{took:.0f}", f"{size / 1e9:.2f} GB" if size else "-")
+    console.print(t)
+    failed = [r for r in rows if r[1] != 0]
+    if failed:
+        raise UserError(f"building {failed[0][0]} failed (docker build exited {failed[0][1]}; its output is above)")
+
+
 @app.command("bench-image")
 def bench_image(
     backend: Annotated[str, typer.Argument(help="a backend with an image (see `gpuenv images`)")],
@@ -409,6 +446,10 @@ def bench_image(
     if local:
         bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=str(DEFAULT_OUT))
         return
+    from gpuenv.images import docker_status, is_built
+
+    if docker_status(gpu=False) is None and not is_built(img):  # built if missing (an engine is here)
+        build_images([img.backend], [], False)
     cmd = docker_run_command(img, suite, Path.cwd() / "results")
     console.print(" ".join(cmd), highlight=False, markup=False)
     import subprocess

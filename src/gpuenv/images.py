@@ -95,11 +95,31 @@ def locked_versions(image: Image) -> dict[str, str]:
 
 
 def base_of(dockerfile: Path) -> str:
-    """The image a Dockerfile's first FROM names."""
-    for line in dockerfile.read_text().splitlines():
+    """The image a Dockerfile's first FROM names (an ARG it names resolved to the ARG's default)."""
+    lines = dockerfile.read_text().splitlines()
+    defaults = {ln.split()[1].split("=", 1)[0]: ln.split("=", 1)[1] for ln in lines if ln.startswith("ARG ") and "=" in ln}
+    for line in lines:
         if line.strip().upper().startswith("FROM "):
-            return line.split()[1]
+            ref = line.split()[1]
+            m = re.fullmatch(r"\$\{(\w+)\}", ref)
+            return defaults.get(m.group(1), ref) if m else ref
     raise ValueError(f"{dockerfile} has no FROM")
+
+
+def image_labels(img: Image) -> dict[str, str]:
+    """The OCI and gpuenv labels of an image (the bake file and `gpuenv images build` alike)."""
+    shown = tracked()
+    versions = locked_versions(img)
+    labels = {
+        "org.opencontainers.image.title": img.tag,
+        "org.opencontainers.image.description": img.description,
+        "org.gpuenv.backend": img.backend,
+        "org.gpuenv.min-driver": img.min_driver or "none (CPU image)",
+        "org.gpuenv.cuda": img.cuda or "none",
+        "org.gpuenv.lock": f"docker/locks/{img.backend}.txt",
+    }
+    labels.update({f"org.gpuenv.version.{k}": v for k, v in sorted(versions.items()) if k in shown})
+    return labels
 
 
 def bake() -> dict:
@@ -107,18 +127,8 @@ def bake() -> dict:
     targets: dict[str, dict] = {
         "base": {"context": ".", "dockerfile": "docker/base.Dockerfile", "platforms": ["linux/amd64"]},
     }
-    shown = tracked()
     for img in images().values():
-        versions = locked_versions(img)
-        labels = {
-            "org.opencontainers.image.title": img.tag,
-            "org.opencontainers.image.description": img.description,
-            "org.gpuenv.backend": img.backend,
-            "org.gpuenv.min-driver": img.min_driver or "none (CPU image)",
-            "org.gpuenv.cuda": img.cuda or "none",
-            "org.gpuenv.lock": f"docker/locks/{img.backend}.txt",
-        }
-        labels.update({f"org.gpuenv.version.{k}": v for k, v in sorted(versions.items()) if k in shown})
+        labels = image_labels(img)
         t: dict = {
             "context": ".",
             "dockerfile": img.dockerfile,
@@ -127,8 +137,9 @@ def bake() -> dict:
             "labels": labels,
             "args": {"MIN_DRIVER": img.min_driver or "", "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""},
         }
-        if img.base_target:
+        if img.base_target:  # FROM ${BASE}: under bake, the base target itself
             t["contexts"] = {"base": "target:base"}
+            t["args"]["BASE"] = "base"
         targets[img.backend] = t
     return {
         "variable": {"REGISTRY": {"default": "ghcr.io/gpuenv"}, "TAG": {"default": "latest"}},
@@ -196,20 +207,6 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
     return written
 
 
-def version_build_command(image: Image, pins: list[str]) -> list[str]:
-    """`docker buildx bake` for an image with pinned library versions (its own lock, its own tag, and
-    GPUENV_VERSION_SET in the image so its records carry the same tags a sweep gives them)."""
-    lock = version_lock(image, pins)
-    label = "+".join(p.replace("==", "-") for p in pins)
-    b = image.backend
-    return [
-        "docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), b,
-        "--set", f"{b}.args.LOCK={lock.relative_to(ROOT)}",
-        "--set", f"{b}.args.VERSION_SET={','.join(pins)}",
-        "--set", f"{b}.tags={image.tag}:{label}",
-    ]
-
-
 def docker_status(gpu: bool) -> str | None:
     """Why this machine cannot run the image (None: it can)."""
     docker = shutil.which("docker")
@@ -237,14 +234,169 @@ def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
             f"cannot run gpuenv/{image.backend} here: {why}; "
             f"`LOCAL=1 make bench-{image.backend}` runs the same suite on this machine"
         )
-    found = subprocess.run(["docker", "image", "inspect", f"{image.tag}:latest"], capture_output=True)
-    if found.returncode != 0:
-        built = subprocess.run(["docker", "buildx", "bake", "-f", str(DOCKER / "docker-bake.json"), image.backend], cwd=ROOT)
-        if built.returncode != 0:
-            raise UserError(f"building gpuenv/{image.backend} failed (docker buildx bake exited {built.returncode}; its output is above)")
     results.mkdir(parents=True, exist_ok=True)
     gpu = ["--gpus", "all"] if image.cuda else []
+    ref = f"{image.tag}:latest"
+    image_id = _run(["docker", "image", "inspect", "--format", "{{.Id}}", ref]).stdout.strip()
     return [
         "docker", "run", "--rm", *gpu, "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/home/gpuenv",
-        "-v", f"{results}:/home/gpuenv/results", f"{image.tag}:latest", "bench", "--suite", suite, "--out", "results/local",
+        "-e", f"GPUENV_IMAGE_REF={ref}", "-e", f"GPUENV_IMAGE_ID={image_id}",
+        "-v", f"{results}:/home/gpuenv/results", ref, "bench", "--suite", suite, "--out", "results/local",
     ]
+
+
+def is_built(image: Image) -> bool:
+    return _run(["docker", "image", "inspect", f"{image.tag}:latest"]).returncode == 0
+
+
+# --- building with any Docker engine -----------------------------------------------------------
+
+BASE_TAG = "gpuenv/base:latest"
+LOCAL_BASE = "gpuenv/local-base:bookworm"
+LOCAL_WHEELS = Path("/opt/wheels")  # a host's local wheel directory (the CPU torch wheel), where there is one
+BUILD_WHEELS = DOCKER / "wheels"  # the build context's wheel directory (RUN --mount=type=bind)
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+
+
+def pinned_base() -> str:
+    """The default of PYTHON_BASE in docker/base.Dockerfile: the digest-pinned python base."""
+    for line in (DOCKER / "base.Dockerfile").read_text().splitlines():
+        if line.startswith("ARG PYTHON_BASE="):
+            return line.split("=", 1)[1].strip()
+    raise ValueError("docker/base.Dockerfile has no ARG PYTHON_BASE=...")
+
+
+def _run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        return subprocess.CompletedProcess(cmd, 1, "", str(e))
+
+
+def build_client() -> str:
+    """A docker client that builds with BuildKit on this engine: one with the buildx plugin, or a
+    pre-23 client (Debian's docker.io), whose `docker build` has BuildKit built in."""
+    from gpuenv.errors import UserError
+
+    seen = []
+    for cand in dict.fromkeys(filter(None, [shutil.which("docker"), "/usr/bin/docker"])):
+        if not Path(cand).exists():
+            continue
+        seen.append(cand)
+        if _run([cand, "buildx", "version"]).returncode == 0:
+            return cand
+        v = _run([cand, "version", "--format", "{{.Client.Version}}"]).stdout.strip()
+        if v and v.split(".")[0].isdigit() and int(v.split(".")[0]) < 23:
+            return cand
+    raise UserError(
+        f"no docker client here can build with BuildKit (tried {', '.join(seen) or 'none'}): install the buildx "
+        "plugin (docker-buildx-plugin) or Debian's docker.io, whose client builds with DOCKER_BUILDKIT=1"
+    )
+
+
+def base_image(docker: str, *, allow_local: bool = True) -> tuple[str, str]:
+    """(image reference for PYTHON_BASE, where it came from). The pinned base if it is here or can be
+    pulled; else a local Debian bookworm made with debootstrap (built once, then reused)."""
+    from gpuenv.errors import UserError
+
+    pinned = pinned_base()
+    if _run([docker, "image", "inspect", pinned]).returncode == 0:
+        return pinned, "pinned base (already present)"
+    pulled = _run([docker, "pull", pinned], timeout=600)
+    if pulled.returncode == 0:
+        return pinned, "pinned base (pulled)"
+    if not allow_local:
+        raise UserError(f"cannot pull {pinned} ({envs_last(pulled)}); the local base is not allowed here")
+    if _run([docker, "image", "inspect", LOCAL_BASE]).returncode != 0:
+        build_local_base(docker)
+    return LOCAL_BASE, f"local Debian bookworm via debootstrap: {pinned.split('@')[0]} could not be pulled ({envs_last(pulled)})"
+
+
+def envs_last(r: subprocess.CompletedProcess) -> str:
+    lines = (r.stderr or r.stdout or "").strip().splitlines()
+    return lines[-1][:160] if lines else f"exit {r.returncode}"
+
+
+def build_local_base(docker: str) -> None:
+    """Debian bookworm (minbase + python3, venv, CA certificates) with debootstrap, `docker import`ed
+    as LOCAL_BASE: a stand-in for python:3.11-slim-bookworm where Docker Hub is out of reach."""
+    import tempfile
+
+    from gpuenv.errors import UserError
+
+    if not shutil.which("debootstrap"):
+        raise UserError("the pinned python base cannot be pulled and debootstrap is missing: apt-get install debootstrap")
+    if os.geteuid() != 0:
+        raise UserError("the pinned python base cannot be pulled; making a local one with debootstrap needs root")
+    with tempfile.TemporaryDirectory(prefix="gpuenv-rootfs-") as tmp:
+        root = Path(tmp) / "rootfs"
+        r = _run(["debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm", str(root), DEBIAN_MIRROR], timeout=1800)
+        if r.returncode != 0:
+            raise UserError(f"debootstrap of the local base failed: {envs_last(r)}")
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run([docker, "import", "--change", 'CMD ["/bin/bash"]', "-", LOCAL_BASE], stdin=tar.stdout, capture_output=True, text=True)
+        tar.wait()
+        if imp.returncode != 0 or tar.returncode != 0:
+            raise UserError(f"docker import of the local base failed: {envs_last(imp)}")
+
+
+def _stage_wheels() -> bool:
+    """Copy the host's local wheels into the build context; True if there were any (then pip needs no
+    extra index: PyTorch's is unreachable from some machines and pip retries it for minutes)."""
+    BUILD_WHEELS.mkdir(exist_ok=True)
+    found = sorted(LOCAL_WHEELS.glob("*.whl")) if LOCAL_WHEELS.is_dir() else []
+    for w in found:
+        target = BUILD_WHEELS / w.name
+        if not target.exists():
+            shutil.copy2(w, target)
+    return bool(found)
+
+
+def _ca_bundle() -> str | None:
+    for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        path = os.environ.get(var)
+        if path and Path(path).is_file():
+            return path
+    return None
+
+
+def build_commands(names: list[str], docker: str, base: str, pins: list[str] | None = None) -> list[tuple[str, list[str]]]:
+    """(image, docker build argv) in dependency order: gpuenv/base first where a named image needs it."""
+    from gpuenv import __version__
+    from gpuenv.measure.system import git_sha
+
+    wanted = [get_image(n) for n in names] if names else list(images().values())
+    local_wheels = _stage_wheels()
+    ca = _ca_bundle()
+    common = ["--network", "host"] + (["--secret", f"id=pipcert,src={ca}"] if ca else [])
+    sha = str(git_sha(ROOT)["sha"] or "unknown")
+    out: list[tuple[str, list[str]]] = []
+    if any(img.base_target for img in wanted):
+        out.append(("base", [docker, "build", "-f", "docker/base.Dockerfile", "-t", BASE_TAG, "--build-arg", f"PYTHON_BASE={base}", *common, "."]))
+    for img in wanted:
+        args = {"GIT_SHA": sha, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
+                "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""}
+        tags = [f"{img.tag}:latest"]
+        if img.base_target:
+            args["BASE"] = BASE_TAG
+        if local_wheels:
+            args["TORCH_INDEX"] = ""
+        if pins:
+            args["LOCK"] = str(version_lock(img, pins).relative_to(ROOT))
+            args["VERSION_SET"] = ",".join(pins)
+            tags = [f"{img.tag}:{'+'.join(p.replace('==', '-') for p in pins)}"]
+        cmd = [docker, "build", "-f", img.dockerfile]
+        for t in tags:
+            cmd += ["-t", t]
+        for k, v in args.items():
+            cmd += ["--build-arg", f"{k}={v}"]
+        for k, v in image_labels(img).items():
+            cmd += ["--label", f"{k}={v}"]
+        cmd += ["--label", f"org.gpuenv.base-image={base}", "--label", f"org.gpuenv.git-sha={sha}"]
+        out.append((img.backend, [*cmd, *common, "."]))
+    return out
+
+
+def image_size(docker: str, ref: str) -> int | None:
+    r = _run([docker, "image", "inspect", "--format", "{{.Size}}", ref])
+    return int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip().isdigit() else None

@@ -6,8 +6,9 @@ worker's main thread) against the simulator (every other thread of the worker: E
 and torch's threads; and every child process: SubprocVecEnv envs, Godot servers), over the timed
 wall-clock. The label names the side that bounds the rate, with the numbers beside it:
 GPU busy -> gpu; every core busy -> the side using more of them; the driver thread at a full core ->
-driver CPU; one simulator process at a full core -> simulator CPU; neither -> IPC/wait (time goes to
-sockets, pipes, pacing or sleeping).
+driver CPU; one simulator process at a full core -> simulator CPU; the two together at about one core
+-> round trip (they take turns: a socket or pipe ping-pong, each side waiting on the other's reply);
+less -> IPC/wait (time goes to sockets, pipes, pacing or sleeping).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def bottleneck(s: dict) -> str:
         return f"driver CPU: the Python thread at {drv:.2f} core ({nums})"
     if top >= BUSY:
         return f"simulator CPU: one simulator process/thread at {top:.2f} core ({nums})"
+    if drv + sim >= BUSY:
+        return f"round trip: driver and simulator take turns, about one core between them ({nums}; each waits on the other's reply)"
     return f"IPC/wait: no side saturated ({nums}; the rest is waiting on sockets, pipes or pacing)"
 
 

@@ -29,7 +29,41 @@ def package_versions() -> dict[str, str | None]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    if out.get("gpuenv") is None:  # run from a source tree (the images do): the package's own version
+        from gpuenv import __version__
+
+        out["gpuenv"] = __version__
     return out
+
+
+def _cgroup_limit(name: str) -> str | None:
+    try:
+        value = Path("/sys/fs/cgroup", name).read_text().strip()
+    except OSError:
+        return None
+    return None if value.startswith("max") else value
+
+
+def container() -> dict | None:
+    """Which image a record was measured in (set at build time and by `docker run`), and the limits
+    the container ran under (cgroup v2, where readable). None outside a gpuenv image."""
+    if not os.environ.get("GPUENV_IMAGE"):
+        return None
+    lock = Path("/opt/gpuenv/lock.txt")
+    import hashlib
+
+    return {
+        "image": os.environ.get("GPUENV_IMAGE"),
+        "ref": os.environ.get("GPUENV_IMAGE_REF"),  # passed by `gpuenv bench-image`; absent for a plain docker run
+        "id": os.environ.get("GPUENV_IMAGE_ID"),
+        "base": os.environ.get("GPUENV_BASE_IMAGE"),
+        "lock": os.environ.get("GPUENV_LOCK"),
+        "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
+        "gpuenv_version": os.environ.get("GPUENV_PACKAGE_VERSION"),
+        "git_sha": os.environ.get("GPUENV_GIT_SHA"),
+        "cpu_max": _cgroup_limit("cpu.max"),
+        "memory_max": _cgroup_limit("memory.max"),
+    }
 
 
 def speed_env() -> dict[str, str]:
@@ -112,6 +146,7 @@ def machine() -> dict:
         "gpus": gpus(),
         "in_container": Path("/.dockerenv").exists(),
         "image": os.environ.get("GPUENV_IMAGE"),
+        "container": container(),
     }
 
 
