@@ -22,7 +22,7 @@ ENGINE = bool(DOCKER) and subprocess.run([DOCKER or "docker", "info"], capture_o
 if not ENGINE:
     pytest.skip("no Docker engine running here (client only, or none): .ci/run starts Debian's dockerd", allow_module_level=True)
 
-CPU_IMAGES = ("gymnasium", "envpool")
+CPU_IMAGES = ("gymnasium", "envpool", "godot")
 
 
 @pytest.fixture(scope="module")

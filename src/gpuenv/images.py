@@ -168,6 +168,23 @@ def lock_command(image: Image, out: Path) -> list[str]:
 VERSION_LOCKS = LOCKS / "versions"  # generated on demand for `make image-brax BRAX_VERSION=...` (git-ignored)
 
 
+def _no_deps_lock(pins: tuple[str, ...]) -> str:
+    """Hash-locked lines for exact pins, without resolving their dependencies."""
+    import tempfile
+
+    from gpuenv.errors import UserError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        req, out = Path(tmp) / "nodeps.in", Path(tmp) / "nodeps.txt"
+        req.write_text("".join(f"{p}\n" for p in pins))
+        r = subprocess.run([sys.executable, "-m", "uv", "pip", "compile", str(req), "--no-deps", "--generate-hashes",
+                            "--python-version", PYTHON, "--python-platform", PLATFORM, "--no-header", "--quiet", "-o", str(out)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise UserError(f"uv could not lock {', '.join(pins)} without dependencies: {(r.stderr or r.stdout).strip()[-200:]}")
+        return "# locked without their dependencies (installed with --no-deps like everything here):\n" + out.read_text()
+
+
 def version_lock(image: Image, pins: list[str]) -> Path:
     return VERSION_LOCKS / f"{image.backend}@{'+'.join(p.replace('==', '-') for p in pins)}.txt"
 
@@ -197,6 +214,8 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
                 last = (r.stderr or r.stdout).strip().splitlines()
                 raise UserError(f"uv could not lock gpuenv/{img.backend}: {last[-1] if last else 'no output'} (is uv installed? `make locks` installs it)")
         text = out.read_text()
+        if img.no_deps:  # e.g. godot-rl: its client only, its dependency pins ignored (pip runs --no-deps)
+            text += _no_deps_lock(img.no_deps)
         head = (
             f"# gpuenv/{img.backend} lock: pyproject extras {', '.join(img.extras) or '(none: base dependencies)'}, "
             f"Python {PYTHON}, {PLATFORM}{'; pinned ' + ', '.join(pins) if pins else ''}.\n"

@@ -54,6 +54,7 @@ class Image:
     torch_cpu: bool = True  # torch from the CPU wheel (SB3 only)
     driver_floor: str | None = None  # a stricter minimum driver than the CUDA table's
     not_locked: tuple[str, ...] = ()  # dependencies the base image already provides, left untouched
+    no_deps: tuple[str, ...] = ()  # exact pins locked (with hashes) without their dependencies (their pins conflict)
 
 
 @dataclass(frozen=True)

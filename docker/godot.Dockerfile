@@ -1,0 +1,47 @@
+# gpuenv/godot: Godot 3.2 headless (Debian's godot3-server, pinned) with gpuenv's BallChase and
+# godot-rl's client (locked without its pins), Stable-Baselines3 for PPO.
+# Build: gpuenv images build godot. Run: docker run --rm gpuenv/godot bench --backend godot
+# BASE is gpuenv/base (docker/base.Dockerfile, itself pinned by tag and digest), built first.
+ARG BASE=gpuenv/base:latest
+# hadolint ignore=DL3006
+FROM ${BASE}
+
+ARG MIN_DRIVER=""
+ARG CUDA_REQUIRE=""
+ARG GIT_SHA=unknown
+ARG GPUENV_VERSION=unknown
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+ARG LOCK=docker/locks/godot.txt
+ARG VERSION_SET=""
+LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
+      org.gpuenv.backend="godot"
+
+# Debian bookworm's headless Godot server, at the version the backend was measured with.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends godot3-server=3.2.3-stable-1+b3 \
+    && rm -rf /var/lib/apt/lists/*
+
+# Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
+COPY ${LOCK} /opt/gpuenv/lock.txt
+# The CPU torch wheel comes from TORCH_INDEX, or from wheels in docker/wheels/ (the build command
+# fills it where the host has them; TORCH_INDEX is then empty: no retries against an unreachable index).
+# A host CA bundle, where registry access needs one, comes as the build secret `pipcert`.
+RUN --mount=type=bind,source=docker/wheels,target=/wheels \
+    --mount=type=secret,id=pipcert \
+    if [ -f /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi; \
+    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --find-links /wheels \
+      ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -r /opt/gpuenv/lock.txt
+
+COPY pyproject.toml /opt/gpuenv/
+COPY src /opt/gpuenv/src
+COPY suites /opt/gpuenv/suites
+ENV GPUENV_IMAGE=godot \
+    GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_PACKAGE_VERSION=${GPUENV_VERSION} \
+    GPUENV_LOCK=${LOCK} \
+    GPUENV_VERSION_SET=${VERSION_SET}
+
+USER 1000:1000
+WORKDIR /home/gpuenv
+ENTRYPOINT ["gpuenv"]
+CMD ["bench"]
