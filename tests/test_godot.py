@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -91,6 +92,14 @@ def test_bench_prints_realtime_and_uncapped_with_the_bottleneck_named(cli, tmp_p
         label = rec["summary"]["bottleneck"]
         assert label.split(":")[0] in ("IPC/wait", "round trip", "simulator CPU", "driver CPU") and "cores" in label, label
         assert label.split(":")[0] + ":" in out  # the table shows it (wrapped in its cell)
+        # Host memory of the whole tree (the worker and its Godot server), per env too; device memory absent.
+        summ, mem = rec["summary"], rec["processes"][0]["resources"]["memory"]
+        assert summ["host_rss_mib"] > 50 and summ["host_rss_mib_per_env"] == round(summ["host_rss_mib"] / 16, 2)
+        assert summ["device_peak_mib"] is None and mem["device_peak_mib"] is None
+        assert "host MiB" in out
+        energy = rec["processes"][0]["resources"]["energy"]
+        rapl = any(Path("/sys/class/powercap").glob("intel-rapl:[0-9]*/energy_uj"))
+        assert (summ["cpu_j_per_m_steps"] is None) == (not rapl) and energy["gpu_joules"] is None  # absent, not 0
         split = rec["processes"][0]["resources"]["cpu_split"]
         assert split["driver_cores"] > 0 and split["simulator_cores"] > 0
     # Paced by the engine: realtime caps physics ticks; uncapped runs frames back to back.

@@ -160,3 +160,31 @@ def test_unsupported_and_oom_have_their_own_failure_kinds(tmp_path):
     assert by_variant["ok"]["status"] == "ok" and by_variant["ok"]["failure"] is None
     for v in ("unsupported", "oom"):  # one failed process ends the case
         assert len(by_variant[v]["processes"]) == 1 and by_variant[v]["summary"] is None
+
+
+def test_a_case_over_the_memory_limit_is_oom_and_the_table_says_what_fit(cli, tmp_path):
+    suite = write_suite(tmp_path / "mem.toml", """
+[measure]
+processes = 1
+values = 1
+warmups = 0
+min_time_s = 0.01
+chunk_steps = 5
+timeout_s = 120
+memory_limit_mib = 1024
+[[matrix]]
+backends = ["fake:alloc"]
+tasks = ["cartpole"]
+num_envs = [1, 4, 32]
+""")
+    r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"))
+    assert r.returncode == 1, r.stdout + r.stderr  # a case failed (its record says why)
+    recs = {rec["case"]["num_envs"]: rec for rec in (load(p) for p in (tmp_path / "out").rglob("*.json"))}
+    assert recs[1]["status"] == "ok" and recs[4]["status"] == "ok"
+    assert recs[1]["settings"]["memory_limit_mib"] == 1024
+    assert recs[4]["summary"]["host_rss_mib"] > recs[1]["summary"]["host_rss_mib"] + 150  # 3 x 64 MiB more state
+    big = recs[32]  # 2 GiB of state under a 1 GiB address space: MemoryError, not a crash or the OOM killer
+    assert big["status"] == "failed" and big["failure"]["kind"] == "oom", big["failure"]
+    assert "memory limit of 1024 MiB" in big["failure"]["reason"]
+    out = " ".join(r.stdout.split())
+    assert "fake:alloc / cartpole: the largest num_envs that fit under the memory limit of 1024 MiB: 4 (out of memory at 32)" in out

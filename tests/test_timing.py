@@ -140,3 +140,61 @@ def test_calibration_stopped_by_a_one_off_slow_call_is_redone():
     )
     assert m.recalibrated
     assert all(v >= 0.2 for v in m.value_s)
+
+
+def test_host_memory_counts_the_child_processes_of_the_worker():
+    """A simulator's own processes (SubprocVecEnv envs, Godot servers) are part of a case's memory."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from gpuenv.measure.monitor import memory, tree_rss
+
+    me = psutil.Process()
+    before = tree_rss(me)
+    child = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(300 * 2**20); x[::4096] = b'1' * len(x[::4096]); time.sleep(60)"])
+    try:
+        deadline = time.time() + 30
+        while tree_rss(me) - before < 280 * 2**20 and time.time() < deadline:
+            time.sleep(0.1)
+        assert tree_rss(me) - before >= 280 * 2**20
+    finally:
+        child.kill()
+        child.wait()
+    m = memory(before, None)
+    assert m["device_peak_mib"] is None and m["device_note"] == "not measured: no GPU on this machine"
+    assert m["tree_rss_peak_mib"] == round(before / 2**20, 1) and m["worker_peak_rss_mib"] > 0
+
+
+def test_energy_from_rapl_counters_and_absent_where_there_are_none(tmp_path, monkeypatch):
+    from gpuenv.measure import monitor
+
+    monkeypatch.setattr(monitor, "RAPL", tmp_path / "none")
+    e = monitor.Energy()
+    e.start()
+    e.stop()
+    assert e.result()["cpu_joules"] is None and e.result()["gpu_joules"] is None  # absent, never zero
+    pkg = tmp_path / "powercap" / "intel-rapl:0"
+    pkg.mkdir(parents=True)
+    (pkg / "energy_uj").write_text("1000000")
+    (pkg / "max_energy_range_uj").write_text("10000000")
+    monkeypatch.setattr(monitor, "RAPL", tmp_path / "powercap")
+    e = monitor.Energy()
+    e.start()
+    (pkg / "energy_uj").write_text("3500000")
+    e.stop()
+    e.start()
+    (pkg / "energy_uj").write_text("500000")  # wrapped past 10 J
+    e.stop()
+    r = e.result()
+    assert r["cpu_joules"] == 2.5 + 7.0 and r["cpu_source"].startswith("RAPL (1 package")
+
+
+def test_energy_per_million_steps_is_null_without_counters():
+    from gpuenv.modes.throughput.build import energy_per_m_steps
+
+    res = [{"resources": {"energy": {"cpu_joules": 3.0, "gpu_joules": None}}, "steps_per_value": 1000, "value_s": [0.1, 0.1, 0.1]}]
+    assert energy_per_m_steps(res) == {"cpu_j_per_m_steps": 1000.0, "gpu_j_per_m_steps": None}
+    assert energy_per_m_steps([{"resources": {}, "steps_per_value": 10, "value_s": [1]}]) == {"cpu_j_per_m_steps": None, "gpu_j_per_m_steps": None}

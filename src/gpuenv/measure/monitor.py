@@ -19,6 +19,8 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -32,6 +34,8 @@ class ResourceSamples:
     gpu_util_percent: list[float] = field(default_factory=list)
     gpu_mem_used_mib: list[float] = field(default_factory=list)
     cpu_split: dict | None = None  # CpuSplit.result(): driver vs simulator CPU over the timed region
+    tree_rss_peak_bytes: int = 0  # the worker and all its child processes, summed, at the highest sample
+    energy: dict | None = None  # Energy.result(): joules over the timed region, where counters exist
 
     def summary(self) -> dict:
         out: dict = {"samples": len(self.cpu_percent_per_core), "interval_s": self.interval_s, "gpu_method": self.gpu_method}
@@ -45,11 +49,102 @@ class ResourceSamples:
             out["gpu_mem_used_mib_max"] = float(np.max(self.gpu_mem_used_mib))
         if self.cpu_split:
             out["cpu_split"] = self.cpu_split
+        out["memory"] = memory(self.tree_rss_peak_bytes, self.gpu_method)
+        if self.energy is not None:
+            out["energy"] = self.energy
         out["bottleneck"] = bottleneck(out)
         return out
 
 
 BUSY = 0.85  # of a core, or of all cores: "saturated"
+
+
+def memory(tree_peak: int, gpu_method: str | None) -> dict:
+    """Host memory of the case: the process tree's resident set at its highest sample during the
+    timed region, and the worker's own lifetime peak (getrusage; startup included). Device memory is
+    not measured yet: recorded as absent (null), never as zero."""
+    import resource
+
+    own_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {
+        "tree_rss_peak_mib": round(tree_peak / 2**20, 1) if tree_peak else None,
+        "worker_peak_rss_mib": round(own_kib / 1024, 1),
+        "device_peak_mib": None,
+        "device_note": "not measured" + ("" if gpu_method else ": no GPU on this machine"),
+        "method": "psutil RSS of the worker and its child processes, summed, sampled with the CPU load; getrusage ru_maxrss",
+    }
+
+
+RAPL = Path("/sys/class/powercap")
+
+
+class Energy:
+    """Energy over the timed region from the machine's own counters: the CPU packages' RAPL counters
+    (powercap, where readable) and the GPU's total-energy counter (NVML). A counter that is not there
+    is recorded as absent (null), never as zero."""
+
+    def __init__(self, nvml: Any = None) -> None:
+        self.files = sorted(p for p in RAPL.glob("intel-rapl:[0-9]*/energy_uj") if os.access(p, os.R_OK)) if RAPL.is_dir() else []
+        self.nvml = nvml  # (pynvml module, handle) or None
+        self.cpu_j: float | None = 0.0 if self.files else None
+        self.gpu_j: float | None = 0.0 if nvml else None
+        self._start: tuple[list[int], float | None] | None = None
+
+    def _read(self) -> tuple[list[int], float | None]:
+        cpu = []
+        for f in self.files:
+            try:
+                cpu.append(int(f.read_text()))
+            except (OSError, ValueError):
+                cpu.append(-1)
+        gpu = None
+        if self.nvml:
+            try:
+                gpu = float(self.nvml[0].nvmlDeviceGetTotalEnergyConsumption(self.nvml[1])) / 1000  # mJ -> J
+            except Exception:  # noqa: BLE001 - a GPU without the counter
+                self.gpu_j = None
+        return cpu, gpu
+
+    def start(self) -> None:
+        self._start = self._read()
+
+    def stop(self) -> None:
+        if self._start is None:
+            return
+        (c0, g0), (c1, g1) = self._start, self._read()
+        self._start = None
+        if self.cpu_j is not None:
+            for f, a, b in zip(self.files, c0, c1):
+                if a < 0 or b < 0:
+                    self.cpu_j = None
+                    break
+                if b < a:  # the counter wrapped
+                    try:
+                        b += int((f.parent / "max_energy_range_uj").read_text())
+                    except (OSError, ValueError):
+                        self.cpu_j = None
+                        break
+                self.cpu_j += (b - a) / 1e6
+        if self.gpu_j is not None and g0 is not None and g1 is not None:
+            self.gpu_j += g1 - g0
+
+    def result(self) -> dict:
+        return {
+            "cpu_joules": None if self.cpu_j is None else round(self.cpu_j, 3),
+            "gpu_joules": None if self.gpu_j is None else round(self.gpu_j, 3),
+            "cpu_source": f"RAPL ({len(self.files)} package counter(s))" if self.files else "absent: no readable RAPL counter",
+            "gpu_source": "NVML total energy" if self.nvml else "absent: no NVML",
+        }
+
+
+def tree_rss(me: psutil.Process) -> int:
+    total = 0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
 
 
 def bottleneck(s: dict) -> str:
@@ -164,6 +259,9 @@ class _Gpu:
             self.smi = shutil.which("nvidia-smi")
             self.method = "nvidia-smi" if self.smi else None
 
+    def nvml_handle(self) -> tuple[Any, Any] | None:
+        return (self._nvml, self._handle) if self.method == "nvml" else None
+
     def sample(self) -> tuple[float, float] | None:
         if self.method == "nvml":
             try:
@@ -200,17 +298,22 @@ class Monitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._split = CpuSplit()
+        self._energy = Energy(self._gpu.nvml_handle())
 
     def set_active(self, active: bool) -> None:
         if active:
             psutil.cpu_percent(percpu=True)  # prime: the next call reports usage since now
             self._split.start()
+            self._energy.start()
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, daemon=True)
             self._thread.start()
         else:
             tid = self._thread.native_id if self._thread else None
             self._split.stop(tid)
+            self._energy.stop()
+            self.samples.energy = self._energy.result()
+            self._sample_rss()
             self.samples.cpu_split = self._split.result()
             self._stop.set()
             if self._thread:
@@ -219,9 +322,13 @@ class Monitor:
             # Usage since the last sample: short timed regions still get one sample covering them.
             self.samples.cpu_percent_per_core.append(psutil.cpu_percent(percpu=True))
 
+    def _sample_rss(self) -> None:
+        self.samples.tree_rss_peak_bytes = max(self.samples.tree_rss_peak_bytes, tree_rss(self._split.me))
+
     def _loop(self) -> None:
         while not self._stop.wait(self.samples.interval_s):
             self.samples.cpu_percent_per_core.append(psutil.cpu_percent(percpu=True))
+            self._sample_rss()
             g = self._gpu.sample()
             if g:
                 self.samples.gpu_util_percent.append(g[0])

@@ -42,14 +42,27 @@ def run(spec: dict) -> dict:
     return get_mode(spec["mode"]).worker(spec)
 
 
+def limit_memory(mib: int) -> None:
+    """Cap this worker's address space (RLIMIT_AS; children inherit it): an allocation past it raises
+    MemoryError, recorded as `oom` with the limit, instead of the machine swapping or the OOM killer."""
+    import resource
+
+    if mib > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (mib * 2**20, mib * 2**20))
+
+
 def main(spec_path: str, out_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
+    limit = int(spec.get("memory_limit_mib") or 0)
     try:
+        limit_memory(limit)
         result = run(spec)
         code = 0
     except Exception as e:  # noqa: BLE001 - any backend failure becomes this case's recorded failure
         kind = failure_kind(e)
         message = str(e) if kind in ("unsupported", "refused") else f"{type(e).__name__}: {e}"
+        if kind == "oom" and limit:
+            message += f" (over the suite's memory limit of {limit} MiB, RLIMIT_AS)"
         result = {"ok": False, "kind": kind, "error": message}
         if kind == "crashed":
             result["traceback"] = traceback.format_exc()

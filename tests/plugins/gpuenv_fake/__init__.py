@@ -2,7 +2,7 @@
 
 Registered by the tests (tests/conftest.py puts tests/plugins on PYTHONPATH and names this module in
 GPUENV_PLUGINS, so worker processes find it too). Variants: ok | raise | segfault | hang | exit |
-unsupported. Hidden from `gpuenv list` and never auto-selected. Its native trainer `fake` follows a
+unsupported | oom | alloc (64 MiB per env at build). Hidden from `gpuenv list` and never auto-selected. Its native trainer `fake` follows a
 scripted learning curve (hyperparameters reach_at_eval, diverge_at_eval, sleep_s, returns).
 """
 
@@ -15,7 +15,7 @@ BACKEND = Backend(
     adapter="gpuenv_fake.adapter",
     requires=(),
     extra="test",
-    variants=("ok", "raise", "segfault", "hang", "exit", "unsupported", "oom"),
+    variants=("ok", "raise", "segfault", "hang", "exit", "unsupported", "oom", "alloc"),
     description="test-only backend that behaves or fails on purpose",
     hidden=True,
     tasks={

@@ -26,6 +26,8 @@ class FakeStepper:
             details={"variant": case.variant},
         )
         self.steps = 0
+        if case.variant == "alloc":  # memory that grows with num_envs, as a simulator's state does
+            self.state = np.ones(case.num_envs * 8 * 2**20)  # 64 MiB per env, every page touched
 
     def load_actions(self, pool: np.ndarray) -> None:
         self.pool = pool

@@ -37,6 +37,7 @@ class Throughput(Mode):
             "mode": self.name,
             "case": item.case.to_dict(),
             "settings": {"min_time_s": m.min_time_s, "values": m.values, "warmups": m.warmups},
+            "memory_limit_mib": m.memory_limit_mib,
         }
 
     def worker(self, spec: dict) -> dict:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 MODE_NAME = "env-step-throughput"
 
 
-def summarize_case(results: list[dict], frame_skip: int, has_physics: bool) -> dict:
+def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_envs: int = 1) -> dict:
     groups = [r["env_steps_per_s"] for r in results]
     s = stats.summarize(groups)
     warnings = []
@@ -30,7 +30,10 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool) -> d
     compile_warm = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "hit"]
     startup = sorted(r["startup_s"] for r in results)
     bottlenecks = [r["resources"].get("bottleneck") for r in results]
+    rss = sorted(m for m in (r["resources"].get("memory", {}).get("tree_rss_peak_mib") for r in results) if m)
+    host = rss[len(rss) // 2] if rss else None
     return {
+        **energy_per_m_steps(results),
         "env_steps_per_s": s.to_dict(),
         "frames_per_s_median": s.median * frame_skip,
         "physics_steps_per_s_median": s.median * frame_skip if has_physics else None,
@@ -40,8 +43,27 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool) -> d
         "compile_s_warm": compile_warm,
         "cpu_percent_mean": [r["resources"].get("cpu_percent_mean") for r in results],
         "bottleneck": max(set(bottlenecks), key=bottlenecks.count),
+        "host_rss_mib": host,
+        "host_rss_mib_per_env": round(host / num_envs, 2) if host else None,
+        "device_peak_mib": None,  # not measured yet: absent, never zero
         "warnings": warnings,
     }
+
+
+def energy_per_m_steps(results: list[dict]) -> dict:
+    """Joules per million env steps of the timed values, median over processes; null where the
+    machine has no counter (never zero)."""
+    out: dict = {}
+    for side in ("cpu", "gpu"):
+        per = []
+        for r in results:
+            j = (r["resources"].get("energy") or {}).get(f"{side}_joules")
+            steps = r["steps_per_value"] * len(r["value_s"])
+            if j is not None and steps:
+                per.append(j / steps * 1e6)
+        per.sort()
+        out[f"{side}_j_per_m_steps"] = round(per[len(per) // 2], 3) if per else None
+    return out
 
 
 def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordContext) -> dict:
@@ -59,7 +81,7 @@ def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordConte
         "physics_dt_s": native.physics_dt_s,
         "episode_steps": native.episode_steps,
     }
-    summary = summarize_case(done, native.frame_skip, native.physics_dt_s is not None) if done else None
+    summary = summarize_case(done, native.frame_skip, native.physics_dt_s is not None, case.num_envs) if done else None
     processes = []
     for o in outcomes:
         result = {k: v for k, v in (o.result or {}).items() if k not in ("ok", "facts")}

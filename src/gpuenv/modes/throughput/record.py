@@ -62,6 +62,7 @@ class ThroughputSettings(Model):
     chunk_steps: PosInt
     timeout_s: PosFloat
     seed: Int
+    memory_limit_mib: NonNegInt = 0  # RLIMIT_AS of each worker (0: none; absent in older records)
 
 
 class ProcessResult(OpenModel):
@@ -82,6 +83,11 @@ class ThroughputSummary(Model):
     compile_s_warm: list[NonNegFloat]
     cpu_percent_mean: list[NonNegFloat | None]
     bottleneck: Str | None
+    host_rss_mib: PosFloat | None = None  # median over processes of the process tree's peak RSS (absent before it was measured)
+    host_rss_mib_per_env: PosFloat | None = None
+    device_peak_mib: PosFloat | None = None  # device memory the backend used; null: not measured
+    cpu_j_per_m_steps: NonNegFloat | None = None  # RAPL energy per million env steps; null: no counter here
+    gpu_j_per_m_steps: NonNegFloat | None = None  # NVML energy per million env steps; null: no counter here
     warnings: list[Str]
 
 

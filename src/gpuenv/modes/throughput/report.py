@@ -48,6 +48,7 @@ def tables(records: list[dict]) -> list[Table]:
             ("95% interval", "right"),
             (vs, "right"),
             ("compile s", "right"),
+            ("host MiB (/env)", "right"),
             ("bottleneck", "left"),
         ]:
             t.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -55,7 +56,7 @@ def tables(records: list[dict]) -> list[Table]:
             c = r["case"]
             name = f"{c['backend']}:{c['variant']}"
             if r["status"] != "ok":
-                t.add_row(name, str(c["num_envs"]), f"[red]{r['failure']['kind']}[/]", escape(r["failure"]["reason"][:60]), "", "", "")
+                t.add_row(name, str(c["num_envs"]), f"[red]{r['failure']['kind']}[/]", escape(r["failure"]["reason"][:60]), "", "", "", "")
                 continue
             s = r["summary"]["env_steps_per_s"]
             sp = speedup(r, base.get((r["run_id"], c["num_envs"])))
@@ -72,10 +73,16 @@ def tables(records: list[dict]) -> list[Table]:
                 interval,
                 sp_text,
                 f"{max(compile_s):.1f}",
+                host_memory(r["summary"]),
                 r["summary"].get("bottleneck", ""),
             )
         out.append(t)
     return out
+
+
+def host_memory(summary: dict) -> str:
+    host, per = summary.get("host_rss_mib"), summary.get("host_rss_mib_per_env")
+    return "-" if host is None else f"{host:,.0f} ({per:,.1f})"
 
 
 def footnotes(records: list[dict]) -> list[str]:
@@ -92,7 +99,25 @@ def footnotes(records: list[dict]) -> list[str]:
         for w in r["summary"].get("warnings", []):
             if not w.startswith("wide interval"):
                 lines.append(f"{r['case_key']}: {w}")
-    return lines
+    return lines + fits(records)
+
+
+def fits(records: list[dict]) -> list[str]:
+    """Per task and backend:variant with a case that ran out of memory: the largest num_envs that fit."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in records:
+        groups[(r["case"]["task"], label(r))].append(r)
+    out = []
+    for (task, name), recs in sorted(groups.items()):
+        oom = sorted(r["case"]["num_envs"] for r in recs if r["status"] == "failed" and r["failure"]["kind"] == "oom")
+        if not oom:
+            continue
+        fit = [r["case"]["num_envs"] for r in recs if r["status"] == "ok" and r["case"]["num_envs"] < oom[0]]
+        limit = max(r["settings"].get("memory_limit_mib", 0) for r in recs)
+        where = f"under the memory limit of {limit} MiB" if limit else "in this machine's memory"
+        out.append(f"{name} / {task}: the largest num_envs that fit {where}: {max(fit) if fit else 'none measured'} "
+                   f"(out of memory at {oom[0]})")
+    return out
 
 
 def markdown(records: list[dict]) -> str:

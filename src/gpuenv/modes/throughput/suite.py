@@ -9,6 +9,7 @@
     chunk_steps = 100       # steps of every env per chunk (JAX: the lax.scan length)
     timeout_s = 600         # per worker process
     seed = 0
+    memory_limit_mib = 0    # address-space limit of each worker (RLIMIT_AS); a case over it is `oom`
     [[matrix]]              # backends x tasks x num_envs; a task a backend lacks is reported, not run
     backends = ["<backend>:<variant>", "<backend>"]
     tasks = ["halfcheetah"]
@@ -43,6 +44,7 @@ class MeasureSpec:
     chunk_steps: int = 100
     timeout_s: float = 600.0
     seed: int = 0
+    memory_limit_mib: int = 0  # 0: none
 
     def check(self, where: str) -> MeasureSpec:
         if self.processes < 1 or self.values < 1 or self.warmups < 0 or self.chunk_steps < 1:
@@ -51,6 +53,8 @@ class MeasureSpec:
             math.isfinite(self.timeout_s) and self.timeout_s > 0
         ):
             raise UserError(f"{where}: min_time_s and timeout_s must be finite and > 0")
+        if self.memory_limit_mib < 0 or 0 < self.memory_limit_mib < 256:
+            raise UserError(f"{where}: memory_limit_mib must be 0 (no limit) or >= 256 (a Python worker needs about 200 MiB of address space)")
         if not 0 <= self.seed <= SEED_MAX:
             raise UserError(f"{where}: seed must be in 0..{SEED_MAX} (got {self.seed}; env i is seeded seed + i, and simulators take 31-bit seeds)")
         return self
