@@ -37,3 +37,24 @@ def cli():
 def write_suite(path: Path, body: str) -> Path:
     path.write_text(body)
     return path
+
+
+# A fake-backend suite of one [[matrix]] on cartpole, for tests that need a quick real run.
+FAST = """
+[measure]
+processes = 1
+values = 1
+warmups = 0
+min_time_s = 0.01
+chunk_steps = 5
+timeout_s = {timeout}
+"""
+
+
+def fake_suite(path: Path, backends: str = '"fake:ok"', num_envs: str = "[1]", timeout: int = 60, extra: str = "") -> Path:
+    return write_suite(path, FAST.format(timeout=timeout) + extra + f"""
+[[matrix]]
+backends = [{backends}]
+tasks = ["cartpole"]
+num_envs = {num_envs}
+""")

@@ -20,30 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write_suite
+from conftest import FAST, ROOT, fake_suite, write_suite
 
 from gpuenv.errors import UserError
 from gpuenv.measure import fingerprint
 from gpuenv.results.schema import MAX_RECORD_BYTES, load, validate
-
-FAST = """
-[measure]
-processes = 1
-values = 1
-warmups = 0
-min_time_s = 0.01
-chunk_steps = 5
-timeout_s = {timeout}
-"""
-
-
-def fake_suite(path: Path, backends: str = '"fake:ok"', num_envs: str = "[1]", timeout: int = 60, extra: str = "") -> Path:
-    return write_suite(path, FAST.format(timeout=timeout) + extra + f"""
-[[matrix]]
-backends = [{backends}]
-tasks = ["cartpole"]
-num_envs = {num_envs}
-""")
 
 
 def alive(pid: int) -> bool:

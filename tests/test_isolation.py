@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, write_suite
+from conftest import ROOT, fake_suite, write_suite
 
 from gpuenv.backends.base import Case
 from gpuenv.modes import Plan, get_mode
@@ -163,20 +163,7 @@ def test_unsupported_and_oom_have_their_own_failure_kinds(tmp_path):
 
 
 def test_a_case_over_the_memory_limit_is_oom_and_the_table_says_what_fit(cli, tmp_path):
-    suite = write_suite(tmp_path / "mem.toml", """
-[measure]
-processes = 1
-values = 1
-warmups = 0
-min_time_s = 0.01
-chunk_steps = 5
-timeout_s = 120
-memory_limit_mib = 1024
-[[matrix]]
-backends = ["fake:alloc"]
-tasks = ["cartpole"]
-num_envs = [1, 4, 32]
-""")
+    suite = fake_suite(tmp_path / "mem.toml", '"fake:alloc"', "[1, 4, 32]", timeout=120, extra="memory_limit_mib = 1024\n")
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"))
     assert r.returncode == 1, r.stdout + r.stderr  # a case failed (its record says why)
     recs = {rec["case"]["num_envs"]: rec for rec in (load(p) for p in (tmp_path / "out").rglob("*.json"))}
