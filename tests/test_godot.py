@@ -94,7 +94,7 @@ def test_bench_prints_realtime_and_uncapped_with_the_bottleneck_named(cli, tmp_p
         assert label.split(":")[0] + ":" in out  # the table shows it (wrapped in its cell)
         # Host memory of the whole tree (the worker and its Godot server), per env too; device memory absent.
         summ, mem = rec["summary"], rec["processes"][0]["resources"]["memory"]
-        assert summ["host_rss_mib"] > 50 and summ["host_rss_mib_per_env"] == round(summ["host_rss_mib"] / 16, 2)
+        assert summ["host_memory_mib"] > 50 and summ["host_memory_mib_per_env"] == round(summ["host_memory_mib"] / 16, 2)
         assert summ["device_peak_mib"] is None and mem["device_peak_mib"] is None
         assert "host MiB" in out
         energy = rec["processes"][0]["resources"]["energy"]

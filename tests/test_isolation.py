@@ -169,7 +169,7 @@ def test_a_case_over_the_memory_limit_is_oom_and_the_table_says_what_fit(cli, tm
     recs = {rec["case"]["num_envs"]: rec for rec in (load(p) for p in (tmp_path / "out").rglob("*.json"))}
     assert recs[1]["status"] == "ok" and recs[4]["status"] == "ok"
     assert recs[1]["settings"]["memory_limit_mib"] == 1024
-    assert recs[4]["summary"]["host_rss_mib"] > recs[1]["summary"]["host_rss_mib"] + 150  # 3 x 64 MiB more state
+    assert recs[4]["summary"]["host_memory_mib"] > recs[1]["summary"]["host_memory_mib"] + 150  # 3 x 64 MiB more state
     big = recs[32]  # 2 GiB of state under a 1 GiB address space: MemoryError, not a crash or the OOM killer
     assert big["status"] == "failed" and big["failure"]["kind"] == "oom", big["failure"]
     assert "memory limit of 1024 MiB" in big["failure"]["reason"]

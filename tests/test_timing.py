@@ -150,22 +150,22 @@ def test_host_memory_counts_the_child_processes_of_the_worker():
 
     import psutil
 
-    from gpuenv.measure.monitor import memory, tree_rss
+    from gpuenv.measure.monitor import memory, tree_pss
 
     me = psutil.Process()
-    before = tree_rss(me)
+    before = tree_pss(me)
     child = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(300 * 2**20); x[::4096] = b'1' * len(x[::4096]); time.sleep(60)"])
     try:
         deadline = time.time() + 30
-        while tree_rss(me) - before < 280 * 2**20 and time.time() < deadline:
+        while tree_pss(me) - before < 280 * 2**20 and time.time() < deadline:
             time.sleep(0.1)
-        assert tree_rss(me) - before >= 280 * 2**20
+        assert tree_pss(me) - before >= 280 * 2**20
     finally:
         child.kill()
         child.wait()
     m = memory(before, None)
     assert m["device_peak_mib"] is None and m["device_note"] == "not measured: no GPU on this machine"
-    assert m["tree_rss_peak_mib"] == round(before / 2**20, 1) and m["worker_peak_rss_mib"] > 0
+    assert m["tree_pss_peak_mib"] == round(before / 2**20, 1) and m["worker_peak_rss_mib"] > 0
 
 
 def test_energy_from_rapl_counters_and_absent_where_there_are_none(tmp_path, monkeypatch):

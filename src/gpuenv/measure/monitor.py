@@ -34,7 +34,7 @@ class ResourceSamples:
     gpu_util_percent: list[float] = field(default_factory=list)
     gpu_mem_used_mib: list[float] = field(default_factory=list)
     cpu_split: dict | None = None  # CpuSplit.result(): driver vs simulator CPU over the timed region
-    tree_rss_peak_bytes: int = 0  # the worker and all its child processes, summed, at the highest sample
+    tree_pss_peak_bytes: int = 0  # the worker and all its child processes (PSS, summed), the larger of start and end
     energy: dict | None = None  # Energy.result(): joules over the timed region, where counters exist
 
     def summary(self) -> dict:
@@ -49,7 +49,7 @@ class ResourceSamples:
             out["gpu_mem_used_mib_max"] = float(np.max(self.gpu_mem_used_mib))
         if self.cpu_split:
             out["cpu_split"] = self.cpu_split
-        out["memory"] = memory(self.tree_rss_peak_bytes, self.gpu_method)
+        out["memory"] = memory(self.tree_pss_peak_bytes, self.gpu_method)
         if self.energy is not None:
             out["energy"] = self.energy
         out["bottleneck"] = bottleneck(out)
@@ -60,18 +60,18 @@ BUSY = 0.85  # of a core, or of all cores: "saturated"
 
 
 def memory(tree_peak: int, gpu_method: str | None) -> dict:
-    """Host memory of the case: the process tree's resident set at its highest sample during the
-    timed region, and the worker's own lifetime peak (getrusage; startup included). Device memory is
-    not measured yet: recorded as absent (null), never as zero."""
+    """Host memory of the case: the process tree's PSS (tree_pss) at the start and the end of the timed
+    values, the larger, and the worker's own lifetime peak RSS (getrusage; startup included). Device
+    memory is not measured yet: recorded as absent (null), never as zero."""
     import resource
 
     own_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {
-        "tree_rss_peak_mib": round(tree_peak / 2**20, 1) if tree_peak else None,
+        "tree_pss_peak_mib": round(tree_peak / 2**20, 1) if tree_peak else None,
         "worker_peak_rss_mib": round(own_kib / 1024, 1),
         "device_peak_mib": None,
         "device_note": "not measured" + ("" if gpu_method else ": no GPU on this machine"),
-        "method": "psutil RSS of the worker and its child processes, summed, sampled with the CPU load; getrusage ru_maxrss",
+        "method": "PSS of the worker and its child processes, summed (psutil), at the start and end of the timed values; getrusage ru_maxrss",
     }
 
 
@@ -137,11 +137,17 @@ class Energy:
         }
 
 
-def tree_rss(me: psutil.Process) -> int:
+def tree_pss(me: psutil.Process) -> int:
+    """Memory of the worker and all its child processes: the sum of their PSS (proportional set size:
+    a page shared by n processes counts 1/n in each, so forked env processes are not counted n times
+    over, as summed RSS would), RSS where PSS is unreadable."""
     total = 0
     for p in [me, *me.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
+            try:
+                total += p.memory_full_info().pss
+            except (AttributeError, psutil.AccessDenied):
+                total += p.memory_info().rss
         except psutil.Error:
             continue
     return total
@@ -302,6 +308,7 @@ class Monitor:
 
     def set_active(self, active: bool) -> None:
         if active:
+            self._sample_memory()
             psutil.cpu_percent(percpu=True)  # prime: the next call reports usage since now
             self._split.start()
             self._energy.start()
@@ -313,7 +320,7 @@ class Monitor:
             self._split.stop(tid)
             self._energy.stop()
             self.samples.energy = self._energy.result()
-            self._sample_rss()
+            self._sample_memory()
             self.samples.cpu_split = self._split.result()
             self._stop.set()
             if self._thread:
@@ -322,13 +329,13 @@ class Monitor:
             # Usage since the last sample: short timed regions still get one sample covering them.
             self.samples.cpu_percent_per_core.append(psutil.cpu_percent(percpu=True))
 
-    def _sample_rss(self) -> None:
-        self.samples.tree_rss_peak_bytes = max(self.samples.tree_rss_peak_bytes, tree_rss(self._split.me))
+    def _sample_memory(self) -> None:
+        """Outside the timed values (reading every process's smaps costs milliseconds)."""
+        self.samples.tree_pss_peak_bytes = max(self.samples.tree_pss_peak_bytes, tree_pss(self._split.me))
 
     def _loop(self) -> None:
         while not self._stop.wait(self.samples.interval_s):
             self.samples.cpu_percent_per_core.append(psutil.cpu_percent(percpu=True))
-            self._sample_rss()
             g = self._gpu.sample()
             if g:
                 self.samples.gpu_util_percent.append(g[0])

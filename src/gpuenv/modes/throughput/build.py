@@ -30,7 +30,7 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
     compile_warm = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "hit"]
     startup = sorted(r["startup_s"] for r in results)
     bottlenecks = [r["resources"].get("bottleneck") for r in results]
-    rss = sorted(m for m in (r["resources"].get("memory", {}).get("tree_rss_peak_mib") for r in results) if m)
+    rss = sorted(m for m in (r["resources"].get("memory", {}).get("tree_pss_peak_mib") for r in results) if m)
     host = rss[len(rss) // 2] if rss else None
     return {
         **energy_per_m_steps(results),
@@ -43,8 +43,8 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
         "compile_s_warm": compile_warm,
         "cpu_percent_mean": [r["resources"].get("cpu_percent_mean") for r in results],
         "bottleneck": max(set(bottlenecks), key=bottlenecks.count),
-        "host_rss_mib": host,
-        "host_rss_mib_per_env": round(host / num_envs, 2) if host else None,
+        "host_memory_mib": host,
+        "host_memory_mib_per_env": round(host / num_envs, 2) if host else None,
         "device_peak_mib": None,  # not measured yet: absent, never zero
         "warnings": warnings,
     }

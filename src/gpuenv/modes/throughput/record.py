@@ -83,8 +83,8 @@ class ThroughputSummary(Model):
     compile_s_warm: list[NonNegFloat]
     cpu_percent_mean: list[NonNegFloat | None]
     bottleneck: Str | None
-    host_rss_mib: PosFloat | None = None  # median over processes of the process tree's peak RSS (absent before it was measured)
-    host_rss_mib_per_env: PosFloat | None = None
+    host_memory_mib: PosFloat | None = None  # median over processes of the process tree's peak RSS (absent before it was measured)
+    host_memory_mib_per_env: PosFloat | None = None
     device_peak_mib: PosFloat | None = None  # device memory the backend used; null: not measured
     cpu_j_per_m_steps: NonNegFloat | None = None  # RAPL energy per million env steps; null: no counter here
     gpu_j_per_m_steps: NonNegFloat | None = None  # NVML energy per million env steps; null: no counter here

@@ -81,7 +81,7 @@ def tables(records: list[dict]) -> list[Table]:
 
 
 def host_memory(summary: dict) -> str:
-    host, per = summary.get("host_rss_mib"), summary.get("host_rss_mib_per_env")
+    host, per = summary.get("host_memory_mib"), summary.get("host_memory_mib_per_env")
     return "-" if host is None else f"{host:,.0f} ({per:,.1f})"
 
 
