@@ -60,6 +60,20 @@ class Item(Protocol):
     def timeout_s(self) -> float: ...
 
 
+class CaseItem:
+    """Mixin for a mode's Item dataclass with a `case` field: its key and backend are the case's."""
+
+    case: Any
+
+    @property
+    def key(self) -> str:
+        return self.case.key
+
+    @property
+    def backend(self) -> str:
+        return self.case.backend
+
+
 @dataclass(frozen=True)
 class Plan:
     suite: str
@@ -111,22 +125,35 @@ class Mode:
         h = self.headline(record)
         return f"{h.value:,.1f} {h.unit}"
 
+    # Rendering: a mode's `report` module beside its class (`<package>.report`), where it has one,
+    # provides tables(records), footnotes(records), markdown(records) and
+    # site_sections(records, out, num_envs); a mode without one renders nothing.
+    def _report(self) -> Any:
+        try:
+            return importlib.import_module(type(self).__module__ + ".report")
+        except ModuleNotFoundError:
+            return None
+
     def tables(self, records: list[dict]) -> list[Table]:
-        return []
+        r = self._report()
+        return r.tables(records) if r else []
 
     def footnotes(self, records: list[dict]) -> list[str]:
-        return []
+        r = self._report()
+        return r.footnotes(records) if r else []
 
     def markdown(self, records: list[dict]) -> str:
-        return ""
+        r = self._report()
+        return r.markdown(records) if r else ""
 
     def missed(self, record: dict) -> bool:
         """An ok record that missed its pass criterion (the CLI exits 1)."""
         return False
 
     def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
-        """HTML sections of the report site, from the latest record per case (PNG files into out)."""
-        return iter(())
+        """HTML sections of the report site, from the latest ok record per case (PNG files into out)."""
+        r = self._report()
+        return r.site_sections(records, out, num_envs) if r else iter(())
 
     def asv_benchmark(self, record: dict) -> str:
         """asv benchmark name."""
@@ -166,9 +193,7 @@ def of(record: dict) -> Mode:
 
 def record_model(mode: str) -> Any:
     """The pydantic model of a mode's records (imports only that mode's record module)."""
-    if mode not in MODE_PACKAGES:
-        raise UserError(f"unknown measurement mode {mode!r} (known: {', '.join(MODE_PACKAGES)})")
-    return importlib.import_module(MODE_PACKAGES[mode] + ".record").RECORD
+    return record_module(mode).RECORD
 
 
 def record_module(mode: str) -> Any:

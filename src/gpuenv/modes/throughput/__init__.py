@@ -4,7 +4,6 @@ methods: loading a record module imports this package, and that must stay cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,26 +64,6 @@ class Throughput(Mode):
         from gpuenv.report.format import fmt_rate
 
         return f"{fmt_rate(record['summary']['env_steps_per_s']['median'])} env steps/s"
-
-    def tables(self, records: list[dict]) -> list:
-        from gpuenv.modes.throughput import report
-
-        return report.tables(records)
-
-    def footnotes(self, records: list[dict]) -> list[str]:
-        from gpuenv.modes.throughput import report
-
-        return report.footnotes(records)
-
-    def markdown(self, records: list[dict]) -> str:
-        from gpuenv.modes.throughput import report
-
-        return report.markdown(records)
-
-    def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
-        from gpuenv.modes.throughput import report
-
-        return report.site_sections([r for r in records if r["status"] == "ok"], out, num_envs)
 
     def asv_benchmark(self, record: dict) -> str:
         return f"gpuenv_records.throughput_{record['case']['task']}.track_seconds_per_million_env_steps"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gpuenv.backends.base import Case
 from gpuenv.errors import UserError
-from gpuenv.modes import Plan
+from gpuenv.modes import CaseItem, Plan
 from gpuenv.registry import Registry
 from gpuenv.suites import str_list, unknown_keys
 from gpuenv.tasks import TASKS, get_task
@@ -61,19 +61,11 @@ class MeasureSpec:
 
 
 @dataclass(frozen=True)
-class PlannedCase:
+class PlannedCase(CaseItem):
     """One throughput case and how to measure it (the runner's Item)."""
 
     case: Case
     measure: MeasureSpec
-
-    @property
-    def key(self) -> str:
-        return self.case.key
-
-    @property
-    def backend(self) -> str:
-        return self.case.backend
 
     @property
     def processes(self) -> int:

@@ -4,7 +4,6 @@ methods: loading a record module imports this package, and that must stay cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,26 +65,6 @@ class TimeToReward(Mode):
 
     def missed(self, record: dict) -> bool:
         return record["status"] == "ok" and record["summary"]["passed"] is False
-
-    def tables(self, records: list[dict]) -> list:
-        from gpuenv.modes.ttr import report
-
-        return report.tables(records)
-
-    def footnotes(self, records: list[dict]) -> list[str]:
-        from gpuenv.modes.ttr import report
-
-        return report.footnotes(records)
-
-    def markdown(self, records: list[dict]) -> str:
-        from gpuenv.modes.ttr import report
-
-        return report.markdown(records)
-
-    def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
-        from gpuenv.modes.ttr import report
-
-        return report.site_sections(records, out)
 
     def asv_benchmark(self, record: dict) -> str:
         return f"gpuenv_records.ppo_{record['case']['task']}.track_seconds_to_reward"

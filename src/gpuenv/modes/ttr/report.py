@@ -165,7 +165,7 @@ def ttr_plot(task: str, recs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def site_sections(ttr: list[dict], out: Path) -> Iterator[str]:
+def site_sections(ttr: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:  # num_envs: each case sets its own
     if ttr:
         yield ("<h2 id='ttr'>PPO time-to-reward</h2>")
         by_task: dict[str, list[dict]] = defaultdict(list)

@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuenv.backends.spec import Trainer, resolve
 from gpuenv.errors import UserError
-from gpuenv.modes import Plan
+from gpuenv.modes import CaseItem, Plan
 from gpuenv.registry import Registry
 from gpuenv.suites import unknown_keys
 from gpuenv.tasks import get_task
@@ -290,19 +290,11 @@ def filter_cases(suite: PpoSuite, registry: Registry, backends: list[str] | None
 
 
 @dataclass(frozen=True)
-class TtrItem:
+class TtrItem(CaseItem):
     """One time-to-reward case and its run settings (the runner's Item: one process per seed)."""
 
     case: PpoCase
     run: RunSpec
-
-    @property
-    def key(self) -> str:
-        return self.case.key
-
-    @property
-    def backend(self) -> str:
-        return self.case.backend
 
     @property
     def processes(self) -> int:
