@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -254,3 +255,54 @@ def test_compare_two_real_runs_of_this_machine(cli):
     r = cli("compare", str(runs[0]), str(runs[1]), "--threshold", "0.5")
     assert r.returncode == 0, r.stderr
     assert "brax-generalized-halfcheetah-n64" in r.stdout and "1 cases:" in r.stdout
+
+
+# --- memory: lower is better, in compare and in change points ------------------------------------
+
+
+def with_memory(records: list[dict], out: Path, run_id: str, mib: float) -> Path:
+    """Real records with a host memory peak planted in each process (about `mib`, a little spread)."""
+    d = prepare_dir(out / run_id)
+    for r in records:
+        r = copy.deepcopy(r)
+        r["run_id"] = run_id
+        for i, p in enumerate(r["processes"]):
+            p.setdefault("resources", {})["memory"] = {"tree_pss_peak_mib": mib * (1 + 0.01 * i), "device_peak_mib": None}
+        write_record(d, r)
+    return d
+
+
+def test_compare_flags_a_memory_regression_like_a_slowdown(cli, tmp_path):
+    recs = [r for r in published() if r["status"] == "ok"][:3]
+    old = with_memory(recs, tmp_path, "old", 200.0)
+    same = cli("compare", str(old), str(with_memory(recs, tmp_path, "same", 201.0)))
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "3 memory peaks: 0 less, 0 more; 0 grew by more than 10%" in " ".join(same.stdout.split())
+    r = cli("compare", str(old), str(with_memory(recs, tmp_path, "fat", 260.0)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "more memory (REGRESSION)" in r.stdout and "host memory MiB" in r.stdout
+    assert f"regression: {recs[0]['case_key']} uses 30% more host memory (202 -> 263 MiB)" in " ".join(r.stderr.split())
+    assert "0 regressed by more than 10%" in r.stdout  # the speed did not change: only memory grew
+    less = cli("compare", str(old), str(with_memory(recs, tmp_path, "lean", 150.0)))
+    assert less.returncode == 0 and "less memory" in less.stdout
+
+
+def test_regressions_find_a_memory_step_in_a_case_history(cli, tmp_path):
+    base = next(r for r in published() if r["case_key"] == "envpool-sync-halfcheetah-n8")
+    rng = np.random.default_rng(5)
+    out = tmp_path / "mem-history"
+    for i in range(24):
+        r = copy.deepcopy(base)
+        r["run_id"] = f"run{i:02d}"
+        r["created_utc"] = f"2026-11-{i + 1:02d}T00:00:00+00:00"
+        mib = (300.0 if i >= 12 else 200.0) * (1 + 0.02 * rng.standard_normal())
+        for p in r["processes"]:
+            p.setdefault("resources", {})["memory"] = {"tree_pss_peak_mib": mib}
+        write_record(prepare_dir(out / r["run_id"]), r)
+    res = cli("regressions", str(out))
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "1 change point(s) in 2 case histories" in text and "#12 run12" in text  # steps/s: none; memory: one
+    assert "200 MiB" in text and "[host" in text
+    assert re.search(r"\+(4[5-9]|5[0-5])\.\d% host memory", text), text  # 200 -> 300 MiB
+    assert "regression" in text and "improvement" not in text

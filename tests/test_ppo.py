@@ -106,6 +106,12 @@ def test_seeds_run_in_workers_a_diverged_seed_fails_and_the_others_go_on(tmp_pat
     assert (s["reached"], s["failed"], s["passed"]) == (2, 1, True)
     assert s["success_rate"] == pytest.approx(2 / 3)
     assert s["env_steps_to_threshold"]["iqm"] == 200
+    # Memory: each run's process-tree PSS peak over its evaluations; device memory absent here, never 0.
+    mem = record["runs"][0]["memory"]
+    assert 20 < mem["tree_pss_peak_mib"] < 4096 and mem["device_peak_mib"] is None
+    assert s["host_memory_mib"] >= min(r["memory"]["tree_pss_peak_mib"] for r in record["runs"] if r["status"] != "failed")
+    assert s["host_memory_mib_per_env"] == pytest.approx(s["host_memory_mib"] / FAKE.num_envs, abs=0.01)
+    assert s["device_peak_mib"] is None
     # Learning curves are in the record and in TensorBoard event files.
     assert record["runs"][0]["curve"][0]["env_steps"] == 100
     assert list((tmp_path / "tensorboard" / case.key / "seed0").glob("events.out.tfevents.*"))

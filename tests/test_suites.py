@@ -48,6 +48,9 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     backends = {pc.case.backend for pc in q.items}
     assert backends == {"gymnasium", "envpool", "brax", "mjx", "isaaclab", "godot"}
     assert all(pc.measure.processes >= 3 for pc in q.items)
+    # make bench shows where the rate goes for EnvPool, Gymnasium and Brax (issue 16)
+    phased = {pc.case.backend for pc in q.items if set(pc.measure.phases) == {"step", "vecenv", "inference", "update"}}
+    assert phased == {"gymnasium", "envpool", "brax"}
     t = plan(load_suite("throughput", REG), REG)
     assert max(pc.case.num_envs for pc in t.items) == 16384
 

@@ -466,7 +466,7 @@ def compare(
     by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
 ) -> None:
     """NEW/OLD per workload with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
-    from gpuenv.history.compare import compare_case, differences, match, speed_differences, version_changes
+    from gpuenv.history.compare import compare_case, differences, match, memory_rows, speed_differences, version_changes
     from gpuenv.history.load import load_records
 
     if not 0 <= threshold < 1:
@@ -494,11 +494,12 @@ def compare(
             "library's (--allow-different compares anyway)"
         )
     rows = [compare_case(a, b, threshold) for a, b in pairs]
+    mem_rows = [m for a, b in pairs for m in memory_rows(a, b, threshold)]
     t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
     for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
         t.add_column(col)
-    colour = {"faster": "green", "slower": "red"}
-    for r in sorted(rows, key=lambda r: r.case_key):
+    colour = {"faster": "green", "slower": "red", "less memory": "green", "more memory": "red"}
+    for r in sorted(rows + mem_rows, key=lambda r: (r.case_key, r in mem_rows)):
         v = f"[{colour.get(r.verdict, 'white')}]{r.verdict}{' (REGRESSION)' if r.regressed else ''}[/]"
         t.add_row(r.case_key, r.unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
     console.print(t)
@@ -516,14 +517,23 @@ def compare(
     for key in only_new:
         console.print(f"[dim]only in NEW: {key}[/]")
     regressed = [r for r in rows if r.regressed]
+    mem_regressed = [r for r in mem_rows if r.regressed]
     n = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "no detectable change")}
     console.print(
         f"{len(rows)} cases: {n['faster']} faster, {n['slower']} slower, {n['no detectable change']} no detectable change; "
         f"{len(regressed)} regressed by more than {100 * threshold:g}%",
         highlight=False,
     )
-    if regressed:
-        err_console.print(f"regression: {', '.join(r.case_key for r in regressed)} slower by more than {100 * threshold:g}%")
+    if mem_rows:
+        m = {v: sum(r.verdict == v for r in mem_rows) for v in ("less memory", "more memory")}
+        console.print(f"{len(mem_rows)} memory peaks: {m['less memory']} less, {m['more memory']} more; "
+                      f"{len(mem_regressed)} grew by more than {100 * threshold:g}%", highlight=False)
+    if regressed or mem_regressed:
+        if regressed:
+            err_console.print(f"regression: {', '.join(r.case_key for r in regressed)} slower by more than {100 * threshold:g}%")
+        for r in mem_regressed:
+            err_console.print(f"regression: {r.case_key} uses {100 * (r.ratio - 1):.0f}% more {r.unit.rsplit(' ', 1)[0]} "
+                              f"({r.old:,.0f} -> {r.new:,.0f} {r.unit.rsplit(' ', 1)[1]})")
         raise typer.Exit(EXIT_CASE_FAILED)
 
 

@@ -17,6 +17,9 @@ class Task:
     name: str
     family: str
     description: str
+    # Episodes end only at the time limit (no termination condition): a backend can then suppress
+    # resets by removing the limit, and the throughput suite's `step` phase measures stepping alone.
+    time_limit_only: bool = False
 
 
 TASKS: dict[str, Task] = {
@@ -25,12 +28,12 @@ TASKS: dict[str, Task] = {
         Task("cartpole", "classic-control", "CartPole-v1 (classic control, no physics engine)"),
         Task("inverted_pendulum", "mujoco-classic", "InvertedPendulum: keep a pole upright on a cart, +1 per step (MuJoCo)"),
         Task("hopper", "mujoco-locomotion", "Hopper: one-legged hop forward (MuJoCo)"),
-        Task("halfcheetah", "mujoco-locomotion", "HalfCheetah: run forward (MuJoCo)"),
+        Task("halfcheetah", "mujoco-locomotion", "HalfCheetah: run forward (MuJoCo)", time_limit_only=True),
         Task("ant", "mujoco-locomotion", "Ant: quadruped runs forward (MuJoCo)"),
         Task("humanoid", "mujoco-locomotion", "Humanoid: walk forward (MuJoCo)"),
         Task("pong", "atari", "Atari Pong, DQN-style preprocessing (84x84 gray, 4 stacked frames, frame skip 4)"),
-        Task("cheetah_run", "dm_control", "DeepMind Control Suite cheetah-run"),
-        Task("cartpole_balance", "dm_control", "DeepMind Control Suite cartpole-balance"),
+        Task("cheetah_run", "dm_control", "DeepMind Control Suite cheetah-run", time_limit_only=True),
+        Task("cartpole_balance", "dm_control", "DeepMind Control Suite cartpole-balance", time_limit_only=True),
         Task("ballchase", "game-engine", "BallChase: an agent on a walled plane chases a target point (Godot physics, godot-rl protocol)"),
     ]
 }

@@ -3,7 +3,8 @@
 Each measurement mode gives the ratio and its interval (throughput: median env steps/s, bootstrap
 over processes then values; time-to-reward: IQM wall-clock to threshold, bootstrap over seeds) and
 whether higher is better. A verdict is "faster" or "slower" only when the whole interval is on one
-side of 1. Records pair up by `workload_id` (same case, measurement settings and physics facts);
+side of 1. Memory peaks (host, device: one per worker process or seed) are compared the same way,
+lower is better, verdict "less memory" / "more memory". Records pair up by `workload_id` (same case, measurement settings and physics facts);
 `by="case"` pairs by case key instead, for a deliberate comparison across workloads.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from gpuenv.modes import of
 
 FASTER, SLOWER, SAME = "faster", "slower", "no detectable change"
+LESS, MORE = "less memory", "more memory"
 
 
 def _gpus(r: dict) -> str:
@@ -92,6 +94,27 @@ def compare_case(old: dict, new: dict, threshold: float) -> Row:
         change = 1 / ratio - 1
     regressed = verdict == SLOWER and -change > threshold
     return Row(new["case_key"], mode.headline(new).unit, o, n, ratio, lo, hi, verdict, change, regressed)
+
+
+def memory_rows(old: dict, new: dict, threshold: float) -> list[Row]:
+    """NEW/OLD of each memory peak both records measured, median over workers with a bootstrap
+    interval; more memory by more than `threshold` is a regression, like a slowdown."""
+    from gpuenv.measure import stats
+    from gpuenv.modes import MEMORY_METRICS
+
+    mode, rows = of(new), []
+    for metric in MEMORY_METRICS:
+        a, b = mode.memory_values(old, metric), mode.memory_values(new, metric)
+        if not a or not b:
+            continue
+        r = stats.ratio([[v] for v in b], [[v] for v in a])
+        verdict = LESS if r.ci_high < 1 else (MORE if r.ci_low > 1 else SAME)
+        change = 1 / r.median - 1  # + = better (less memory)
+        regressed = verdict == MORE and r.median - 1 > threshold
+        o = sorted(a)[len(a) // 2]
+        n = sorted(b)[len(b) // 2]
+        rows.append(Row(new["case_key"], f"{metric.name} {metric.unit}", o, n, r.median, r.ci_low, r.ci_high, verdict, change, regressed))
+    return rows
 
 
 def match_key(r: dict, by: str = "workload") -> tuple[str, str]:

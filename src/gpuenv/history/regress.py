@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from gpuenv.history.changepoints import ChangePoint
-from gpuenv.modes import of
+from gpuenv.modes import MEMORY_METRICS, Metric, of
 
 
 def series_by_case(records: list[dict], by_version: str | None = None) -> dict[str, list[tuple[float, dict]]]:
     """(mode:case key@workload) -> [(value, record)] in time order, or in release order of `by_version`'s
     version (then time within a version). The value is the mode's headline, turned so that higher is
-    better (throughput: steps/s; time-to-reward: 1 / IQM seconds). Only records of one workload form
+    better (throughput: steps/s; time-to-reward: 1 / IQM seconds; a memory peak, its own history
+    under "KEY [host memory]": 1 / MiB, median over workers). Only records of one workload form
     a history: a change of measurement settings or physics starts a new one."""
     from gpuenv.history.asv_import import version_key
 
@@ -24,9 +27,17 @@ def series_by_case(records: list[dict], by_version: str | None = None) -> dict[s
             continue
         if r["status"] != "ok":
             continue
-        v = of(r).headline(r).goodness()
-        out.setdefault(f"{r['measurement_mode']}:{r['case_key']}@{r['workload_id'][:6]}", []).append((v, r))
+        key = f"{r['measurement_mode']}:{r['case_key']}@{r['workload_id'][:6]}"
+        out.setdefault(key, []).append((of(r).headline(r).goodness(), r))
+        for metric in MEMORY_METRICS:  # memory peaks have histories too, lower is better
+            vals = sorted(of(r).memory_values(r, metric))
+            if vals:
+                out.setdefault(f"{key} [{metric.name}]", []).append((1.0 / vals[len(vals) // 2], r))
     return out
+
+
+def _metric(key: str) -> Metric | None:
+    return next((m for m in MEMORY_METRICS if key.endswith(f" [{m.name}]")), None)
 
 
 def describe(key: str, points: list[tuple[float, dict]], cp: ChangePoint) -> list[str]:
@@ -38,12 +49,15 @@ def describe(key: str, points: list[tuple[float, dict]], cp: ChangePoint) -> lis
     if sha_a != sha_b:
         changed.append(f"gpuenv {sha_a}->{sha_b}")
     h = of(after).headline(after)
-    if h.higher_is_better:
+    metric = _metric(key)
+    if metric is not None:
+        fmt, change = (lambda v: f"{1 / v:,.0f} {metric.unit}"), f"{100 * (cp.before / cp.after - 1):+.1f}% {metric.name}"
+    elif h.higher_is_better:
         fmt, change = (lambda v: f"{v:,.0f}/s"), f"{100 * cp.change:+.1f}%"
     else:
         fmt, change = (lambda v: f"{1 / v:,.1f} s"), f"{100 * (cp.before / cp.after - 1):+.1f}% time"
     return [
-        key.split(":", 1)[1],
+        escape(key.split(":", 1)[1]),  # "[host memory]" is text, not rich markup
         f"#{cp.index} {after['run_id']}",
         fmt(cp.before),
         fmt(cp.after),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class ResourceSamples:
     cpu_split: dict | None = None  # CpuSplit.result(): driver vs simulator CPU over the timed region
     tree_pss_peak_bytes: int = 0  # the worker and all its child processes (PSS, summed), the larger of start and end
     energy: dict | None = None  # Energy.result(): joules over the timed region, where counters exist
+    device: dict | None = None  # device_memory() at the end of the timed values
 
     def summary(self) -> dict:
         out: dict = {"samples": len(self.cpu_percent_per_core), "interval_s": self.interval_s, "gpu_method": self.gpu_method}
@@ -49,7 +51,7 @@ class ResourceSamples:
             out["gpu_mem_used_mib_max"] = float(np.max(self.gpu_mem_used_mib))
         if self.cpu_split:
             out["cpu_split"] = self.cpu_split
-        out["memory"] = memory(self.tree_pss_peak_bytes, self.gpu_method)
+        out["memory"] = memory(self.tree_pss_peak_bytes, self.gpu_method, self.device)
         if self.energy is not None:
             out["energy"] = self.energy
         out["bottleneck"] = bottleneck(out)
@@ -59,19 +61,66 @@ class ResourceSamples:
 BUSY = 0.85  # of a core, or of all cores: "saturated"
 
 
-def memory(tree_peak: int, gpu_method: str | None) -> dict:
+def memory(tree_peak: int, gpu_method: str | None, device: dict | None = None) -> dict:
     """Host memory of the case: the process tree's PSS (tree_pss) at the start and the end of the timed
-    values, the larger, and the worker's own lifetime peak RSS (getrusage; startup included). Device
-    memory is not measured yet: recorded as absent (null), never as zero."""
+    values, the larger, and the worker's own lifetime peak RSS (getrusage; startup included); device
+    memory as device_memory() found it (absent: null, never zero)."""
     import resource
 
     own_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    dev = device or {"device_peak_mib": None, "device_source": None, "nvml_process_mib": None}
+    note = dev.get("device_source") or ("not measured" + ("" if gpu_method else ": no GPU on this machine"))
     return {
         "tree_pss_peak_mib": round(tree_peak / 2**20, 1) if tree_peak else None,
         "worker_peak_rss_mib": round(own_kib / 1024, 1),
-        "device_peak_mib": None,
-        "device_note": "not measured" + ("" if gpu_method else ": no GPU on this machine"),
+        "device_peak_mib": dev["device_peak_mib"],
+        "nvml_process_mib": dev["nvml_process_mib"],
+        "device_note": note,
         "method": "PSS of the worker and its child processes, summed (psutil), at the start and end of the timed values; getrusage ru_maxrss",
+    }
+
+
+def device_memory(pids: list[int], nvml: tuple[Any, Any] | None = None, modules: dict | None = None) -> dict:
+    """Peak device memory the backend itself allocated, from the libraries already loaded in this
+    worker (never imported here): JAX's `memory_stats()["peak_bytes_in_use"]` (meaningful because JAX
+    workers run with pre-allocation off, gpuenv.backends.jax_cache) and torch's
+    `cuda.max_memory_allocated()`, summed where both hold memory; NVML's per-process figure for the
+    worker's process tree as a cross-check (it includes the CUDA context). None where a library
+    reports nothing (JAX on a CPU, no CUDA torch, no NVML)."""
+    mods = sys.modules if modules is None else modules
+    peak = 0
+    sources = []
+    jax = mods.get("jax")
+    if jax is not None:
+        try:
+            stats = jax.devices()[0].memory_stats()
+        except Exception:  # noqa: BLE001 - a backend without memory stats
+            stats = None
+        if stats and stats.get("peak_bytes_in_use"):
+            peak += int(stats["peak_bytes_in_use"])
+            prealloc = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX default)")
+            sources.append(f"jax memory_stats peak_bytes_in_use (XLA_PYTHON_CLIENT_PREALLOCATE={prealloc})")
+    torch = mods.get("torch")
+    if torch is not None:
+        try:
+            used = int(torch.cuda.max_memory_allocated()) if torch.cuda.is_initialized() else 0
+        except Exception:  # noqa: BLE001 - a CPU build
+            used = 0
+        if used:
+            peak += used
+            sources.append("torch cuda.max_memory_allocated")
+    per_process = None
+    if nvml is not None:
+        try:
+            procs = nvml[0].nvmlDeviceGetComputeRunningProcesses(nvml[1])
+            mine = [p.usedGpuMemory for p in procs if p.pid in set(pids) and p.usedGpuMemory]
+            per_process = round(sum(mine) / 2**20, 1) if mine else None
+        except Exception:  # noqa: BLE001 - NVML without per-process accounting (containers)
+            per_process = None
+    return {
+        "device_peak_mib": round(peak / 2**20, 1) if peak else None,
+        "device_source": " + ".join(sources) or None,
+        "nvml_process_mib": per_process,
     }
 
 
@@ -135,6 +184,13 @@ class Energy:
             "cpu_source": f"RAPL ({len(self.files)} package counter(s))" if self.files else "absent: no readable RAPL counter",
             "gpu_source": "NVML total energy" if self.nvml else "absent: no NVML",
         }
+
+
+def tree_pids(me: psutil.Process) -> list[int]:
+    try:
+        return [me.pid] + [c.pid for c in me.children(recursive=True)]
+    except psutil.Error:
+        return [me.pid]
 
 
 def tree_pss(me: psutil.Process) -> int:
@@ -321,6 +377,7 @@ class Monitor:
             self._energy.stop()
             self.samples.energy = self._energy.result()
             self._sample_memory()
+            self.samples.device = device_memory(tree_pids(self._split.me), self._gpu.nvml_handle())
             self.samples.cpu_split = self._split.result()
             self._stop.set()
             if self._thread:

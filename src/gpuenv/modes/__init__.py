@@ -44,6 +44,21 @@ class Headline:
         return self.value if self.higher_is_better else 1.0 / self.value
 
 
+@dataclass(frozen=True)
+class Metric:
+    """A lower-is-better quantity every worker of a case measures beside the headline."""
+
+    name: str  # "host memory"
+    unit: str
+    field: str  # its key in a worker's memory dict
+
+
+MEMORY_METRICS = (
+    Metric("host memory", "MiB", "tree_pss_peak_mib"),  # PSS of the worker's process tree
+    Metric("device memory", "MiB", "device_peak_mib"),  # what the backend allocated on the device
+)
+
+
 class Item(Protocol):
     """One planned case of a mode: what the runner needs to know to run it."""
 
@@ -124,6 +139,15 @@ class Mode:
     def progress_line(self, record: dict) -> str:
         h = self.headline(record)
         return f"{h.value:,.1f} {h.unit}"
+
+    def worker_memories(self, record: dict) -> list[dict]:
+        """The memory dict (gpuenv.measure.monitor.memory) of each worker process or seed that has one."""
+        return []
+
+    def memory_values(self, record: dict, metric: Metric) -> list[float]:
+        """One peak per worker process or seed (MiB), where measured: compare and regressions treat
+        these like time, lower is better."""
+        return [m[metric.field] for m in self.worker_memories(record) if m and m.get(metric.field)]
 
     # Rendering: a mode's `report` module beside its class (`<package>.report`), where it has one,
     # provides tables(records), footnotes(records), markdown(records) and

@@ -61,6 +61,12 @@ def html_table(head: list[str], rows: list[list[Any]], cls: str) -> str:
     return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def host_memory(summary: dict) -> str:
+    """A summary's host memory cell: "MiB (MiB per env)", "-" where it was not measured."""
+    host, per = summary.get("host_memory_mib"), summary.get("host_memory_mib_per_env")
+    return "-" if host is None else f"{host:,.0f} ({per:,.1f})"
+
+
 def attr(value: Any) -> str:
     """A value for an HTML attribute or text: every record value goes through this (or html_table)."""
     return html.escape(str(value), quote=True)

@@ -28,6 +28,8 @@ from gpuenv.backends._common import action_space_of, flat_obs_shape  # noqa: E40
 from gpuenv.backends.base import Case, StepperFacts  # noqa: E402
 from gpuenv.backends.spec import NativeTask  # noqa: E402
 
+NO_TIME_LIMIT = 2**30  # agent steps: no episode of a time-limit-only task ends in a measurement
+NO_RESETS = f"none: time limit removed (max_episode_steps={NO_TIME_LIMIT}) on a task without termination"
 RESET_MODE = "next-step reset in C++: the step after an episode ends ignores its action and returns the reset obs"
 
 
@@ -44,7 +46,7 @@ def require_env(env_id: str) -> None:
 
 
 class EnvPoolStepper:
-    def __init__(self, case: Case, native: NativeTask) -> None:
+    def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
         require_env(native.env_id)
         n = case.num_envs
         self.batch = n if case.variant == "sync" else max(1, n // 2)
@@ -59,6 +61,7 @@ class EnvPoolStepper:
             batch_size=self.batch,
             num_threads=self.num_threads,
             seed=case.seed,
+            **({"max_episode_steps": NO_TIME_LIMIT} if no_time_limit else {}),
         )
         self.async_mode = case.variant == "async"
         if self.async_mode:
@@ -80,7 +83,7 @@ class EnvPoolStepper:
             native_env_id=native.env_id,
             obs_shape=flat_obs_shape(self.env.observation_space),
             action_space=action_space_of(self.env.action_space),
-            reset_mode=RESET_MODE,
+            reset_mode=NO_RESETS if no_time_limit else RESET_MODE,
             device="cpu",
             details={
                 "mode": case.variant,
@@ -126,3 +129,9 @@ class EnvPoolStepper:
 
 def open(case: Case, native: NativeTask) -> EnvPoolStepper:  # noqa: A001 - the adapter contract
     return EnvPoolStepper(case, native)
+
+
+def open_without_resets(case: Case, native: NativeTask) -> EnvPoolStepper:
+    """The same env with its time limit removed: on a task whose episodes end only at the limit
+    (the harness checks), nothing resets inside the timed region."""
+    return EnvPoolStepper(case, native, no_time_limit=True)

@@ -21,7 +21,10 @@ from gpuenv.backends.spec import NativeTask
 START_METHOD = "fork"
 
 
-def make_env(env_id: str) -> gym.Env:
+NO_TIME_LIMIT = 2**30  # agent steps: no episode of a time-limit-only task ends in a measurement
+
+
+def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
     if env_id.startswith("ALE/"):
         import ale_py
 
@@ -32,24 +35,25 @@ def make_env(env_id: str) -> gym.Env:
             env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, terminal_on_life_loss=False
         )
         return gym.wrappers.FrameStackObservation(env, 4)
-    return gym.make(env_id)
+    return gym.make(env_id, max_episode_steps=max_episode_steps)
 
 
 class _EnvFn:
     """Picklable env factory (SubprocVecEnv sends it to the child)."""
 
-    def __init__(self, env_id: str, seed: int) -> None:
-        self.env_id, self.seed = env_id, seed
+    def __init__(self, env_id: str, seed: int, max_episode_steps: int | None = None) -> None:
+        self.env_id, self.seed, self.max_episode_steps = env_id, seed, max_episode_steps
 
     def __call__(self) -> gym.Env:
-        env = make_env(self.env_id)
+        env = make_env(self.env_id, self.max_episode_steps)
         env.reset(seed=self.seed)
         return env
 
 
 class GymnasiumStepper:
-    def __init__(self, case: Case, native: NativeTask) -> None:
-        fns: list[Any] = [_EnvFn(native.env_id, case.seed + i) for i in range(case.num_envs)]
+    def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
+        limit = NO_TIME_LIMIT if no_time_limit else None
+        fns: list[Any] = [_EnvFn(native.env_id, case.seed + i, limit) for i in range(case.num_envs)]
         details: dict = {"vectoriser": case.variant}
         self.env: Any
         if case.variant == "subproc":
@@ -70,6 +74,8 @@ class GymnasiumStepper:
             reset_mode = "next-step autoreset (Gymnasium 1.x: one extra step per episode returns the reset obs)"
         else:
             raise ValueError(f"unknown gymnasium variant {case.variant!r}")
+        if no_time_limit:
+            reset_mode = f"none: time limit removed (max_episode_steps={NO_TIME_LIMIT}) on a task without termination"
         self._sb3 = case.variant != "sync"
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
@@ -105,3 +111,8 @@ class GymnasiumStepper:
 
 def open(case: Case, native: NativeTask) -> GymnasiumStepper:  # noqa: A001 - the adapter contract
     return GymnasiumStepper(case, native)
+
+
+def open_without_resets(case: Case, native: NativeTask) -> GymnasiumStepper:
+    """The same vectoriser with each env's time limit removed (a task that ends only at the limit)."""
+    return GymnasiumStepper(case, native, no_time_limit=True)

@@ -31,12 +31,15 @@ class Throughput(Mode):
         return plan(suite, registry, backends=backends, tasks=tasks, num_envs=num_envs)
 
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
+        from gpuenv.modes.throughput.phases import spec_for
+
         m = item.measure
         return {
             "mode": self.name,
             "case": item.case.to_dict(),
             "settings": {"min_time_s": m.min_time_s, "values": m.values, "warmups": m.warmups},
             "memory_limit_mib": m.memory_limit_mib,
+            "phases": spec_for(item.case, m.phases),
         }
 
     def worker(self, spec: dict) -> dict:
@@ -64,6 +67,9 @@ class Throughput(Mode):
         from gpuenv.report.format import fmt_rate
 
         return f"{fmt_rate(record['summary']['env_steps_per_s']['median'])} env steps/s"
+
+    def worker_memories(self, record: dict) -> list[dict]:
+        return [(p.get("resources") or {}).get("memory") or {} for p in record.get("processes") or []]
 
     def asv_benchmark(self, record: dict) -> str:
         return f"gpuenv_records.throughput_{record['case']['task']}.track_seconds_per_million_env_steps"

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 MODE_NAME = "env-step-throughput"
 
 
-def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_envs: int = 1) -> dict:
+def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_envs: int = 1,
+                   episode_steps: int | None = None) -> dict:
     groups = [r["env_steps_per_s"] for r in results]
     s = stats.summarize(groups)
     warnings = []
@@ -30,8 +31,8 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
     compile_warm = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "hit"]
     startup = sorted(r["startup_s"] for r in results)
     bottlenecks = [r["resources"].get("bottleneck") for r in results]
-    rss = sorted(m for m in (r["resources"].get("memory", {}).get("tree_pss_peak_mib") for r in results) if m)
-    host = rss[len(rss) // 2] if rss else None
+    host = median_of(r["resources"].get("memory", {}).get("tree_pss_peak_mib") for r in results)
+    device = median_of(r["resources"].get("memory", {}).get("device_peak_mib") for r in results)
     return {
         **energy_per_m_steps(results),
         "env_steps_per_s": s.to_dict(),
@@ -45,9 +46,54 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
         "bottleneck": max(set(bottlenecks), key=bottlenecks.count),
         "host_memory_mib": host,
         "host_memory_mib_per_env": round(host / num_envs, 2) if host else None,
-        "device_peak_mib": None,  # not measured yet: absent, never zero
+        "device_peak_mib": device,  # null where nothing reports it (JAX on a CPU): absent, never zero
+        "device_peak_mib_per_env": round(device / num_envs, 3) if device else None,
+        "phases": summarize_phases(results, groups, s, episode_steps),
         "warnings": warnings,
     }
+
+
+def summarize_phases(results: list[dict], main_groups: list[list[float]], main: stats.Summary,
+                     episode_steps: int | None) -> dict:
+    """Per extra phase: its rate over the processes with its ratio to the case's own figure, or the
+    first process's reason for having none."""
+    from gpuenv.modes.throughput.phases import EXTRA
+
+    out: dict = {}
+    for name in EXTRA:
+        per = [r.get("phases", {}).get(name) for r in results]
+        per = [p for p in per if p is not None]
+        if not per:
+            continue
+        measured = [p for p in per if p.get("env_steps_per_s")]
+        if not measured:
+            out[name] = {"absent": per[0].get("absent"), "failed": None if per[0].get("absent") else per[0].get("failed")}
+            continue
+        groups = [p["env_steps_per_s"] for p in measured]
+        s = stats.summarize(groups)
+        r = stats.ratio(groups, main_groups)
+        first = measured[0]
+        entry = {
+            "env_steps_per_s": s.to_dict(),
+            "vs_step_reset": {"median": r.median, "ci_low": r.ci_low, "ci_high": r.ci_high},
+            "how": first["how"],
+            "chunk_steps": first["chunk_steps"],
+            "warmups": first["warmups"],
+            "details": first.get("details", {}),
+        }
+        if len(measured) < len(per):  # some processes measured it, some could not: say so
+            entry["failed"] = next(p.get("failed") or p.get("absent") for p in per if not p.get("env_steps_per_s"))
+        if name == "step" and episode_steps:
+            entry["reset_cost_us"] = episode_steps * (1 / main.median - 1 / s.median) * 1e6
+            entry["reset_cost_within_noise"] = not (main.ci_high < s.ci_low or s.ci_high < main.ci_low)
+        out[name] = entry
+    return out
+
+
+def median_of(values) -> float | None:
+    """The median of the values that exist (upper middle); None when none does."""
+    vs = sorted(v for v in values if v)
+    return vs[len(vs) // 2] if vs else None
 
 
 def energy_per_m_steps(results: list[dict]) -> dict:
@@ -81,7 +127,8 @@ def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordConte
         "physics_dt_s": native.physics_dt_s,
         "episode_steps": native.episode_steps,
     }
-    summary = summarize_case(done, native.frame_skip, native.physics_dt_s is not None, case.num_envs) if done else None
+    summary = (summarize_case(done, native.frame_skip, native.physics_dt_s is not None, case.num_envs, native.episode_steps)
+               if done else None)
     processes = []
     for o in outcomes:
         result = {k: v for k, v in (o.result or {}).items() if k not in ("ok", "facts")}

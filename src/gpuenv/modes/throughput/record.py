@@ -8,9 +8,12 @@ from pydantic import ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from gpuenv.results.models import (
+    Bool,
     Failure,
+    Float,
     Identifier,
     Int,
+    Interval,
     Model,
     NonNegFloat,
     NonNegInt,
@@ -63,6 +66,7 @@ class ThroughputSettings(Model):
     timeout_s: PosFloat
     seed: Int
     memory_limit_mib: NonNegInt = 0  # RLIMIT_AS of each worker (0: none; absent in older records)
+    phases: list[Str] = []  # extra phases measured apart (gpuenv.modes.throughput.phases)
 
 
 class ProcessResult(OpenModel):
@@ -71,6 +75,31 @@ class ProcessResult(OpenModel):
     index: NonNegInt
     failure: Failure | None = None
     env_steps_per_s: list[PosFloat] = []
+
+
+class Ratio(Interval):
+    """A ratio of medians with its bootstrap interval (stats.ratio)."""
+
+    median: PosFloat
+    ci_low: PosFloat
+    ci_high: PosFloat
+
+
+class PhaseSummary(Model):
+    """One phase measured apart (gpuenv.modes.throughput.phases): its rate, or why it has none."""
+
+    env_steps_per_s: RateInterval | None = None
+    vs_step_reset: Ratio | None = None  # this phase's rate / the case's own (step+reset), same processes
+    how: Str | None = None
+    chunk_steps: PosInt | None = None
+    warmups: NonNegInt | None = None
+    details: dict[str, Any] = {}
+    absent: Str | None = None  # cannot be measured for this backend/task: why
+    failed: Str | None = None  # raised: the error
+    # step only: wall-clock microseconds each env's reset adds, amortised over the batch,
+    # episode_steps x (1/step+reset rate - 1/step rate); within_noise when the two intervals overlap
+    reset_cost_us: Float | None = None
+    reset_cost_within_noise: Bool | None = None
 
 
 class ThroughputSummary(Model):
@@ -86,8 +115,10 @@ class ThroughputSummary(Model):
     host_memory_mib: PosFloat | None = None  # median over processes of the process tree's peak RSS (absent before it was measured)
     host_memory_mib_per_env: PosFloat | None = None
     device_peak_mib: PosFloat | None = None  # device memory the backend used; null: not measured
+    device_peak_mib_per_env: PosFloat | None = None
     cpu_j_per_m_steps: NonNegFloat | None = None  # RAPL energy per million env steps; null: no counter here
     gpu_j_per_m_steps: NonNegFloat | None = None  # NVML energy per million env steps; null: no counter here
+    phases: dict[Str, PhaseSummary] = {}  # extra phases measured apart, by name
     warnings: list[Str]
 
 

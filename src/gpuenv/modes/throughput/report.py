@@ -12,7 +12,7 @@ from rich.table import Table
 
 from gpuenv.measure import stats
 from gpuenv.registry import default_registry
-from gpuenv.report.format import attr, colour, duration, fmt_rate, html_table, label, plt_module, slug
+from gpuenv.report.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, plt_module, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 
@@ -77,12 +77,70 @@ def tables(records: list[dict]) -> list[Table]:
                 r["summary"].get("bottleneck", ""),
             )
         out.append(t)
+    return out + phase_tables(records)
+
+
+def _with_phases(records: list[dict]) -> dict[str, list[dict]]:
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (_task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"])):
+        if r["status"] == "ok" and r["summary"].get("phases"):
+            by_task[r["case"]["task"]].append(r)
+    return by_task
+
+
+def phase_cells(r: dict) -> list[str]:
+    """step, step+reset, vecenv, +inference, +update, reset cost: each rate with its share of step+reset."""
+    from gpuenv.modes.throughput.phases import PHASES
+
+    phases = r["summary"]["phases"]
+    cells = []
+    for name in PHASES:
+        if name == "step+reset":
+            cells.append(f"{fmt_rate(r['summary']['env_steps_per_s']['median'])} (1x)")
+            continue
+        p = phases.get(name)
+        if p is None:
+            cells.append("")
+        elif p.get("env_steps_per_s"):
+            cells.append(f"{fmt_rate(p['env_steps_per_s']['median'])} ({p['vs_step_reset']['median']:.2f}x)")
+        else:
+            cells.append("n/a" if p.get("absent") else "failed")
+    step = phases.get("step") or {}
+    if step.get("reset_cost_us") is None:
+        cells.append("")
+    else:
+        cells.append("within noise" if step["reset_cost_within_noise"] else f"{step['reset_cost_us']:,.1f}")
+    return cells
+
+
+def phase_tables(records: list[dict]) -> list[Table]:
+    """Per task: the rate lost between stepping alone and training (gpuenv.modes.throughput.phases)."""
+    from gpuenv.modes.throughput.phases import HEADERS, LEGEND, PHASES
+
+    out = []
+    for task, recs in _with_phases(records).items():
+        t = Table(title=f"{task}: where the rate goes, env steps/s (x step+reset), median", title_justify="left",
+                  caption=LEGEND, caption_justify="left")
+        for col in ["backend", "envs", *(HEADERS[p] for p in PHASES), "reset us/env"]:
+            t.add_column(col, justify="left" if col == "backend" else "right")
+        for r in recs:
+            t.add_row(label(r), str(r["case"]["num_envs"]), *phase_cells(r))
+        out.append(t)
     return out
 
 
-def host_memory(summary: dict) -> str:
-    host, per = summary.get("host_memory_mib"), summary.get("host_memory_mib_per_env")
-    return "-" if host is None else f"{host:,.0f} ({per:,.1f})"
+def phase_notes(records: list[dict]) -> list[str]:
+    """Why a phase has no number (n/a or failed in the table), one line per distinct reason."""
+    lines: list[str] = []
+    for recs in _with_phases(records).values():
+        for r in recs:
+            for name, p in r["summary"]["phases"].items():
+                why = p.get("absent") or p.get("failed")
+                if why:
+                    line = f"{label(r)} / {r['case']['task']} phase {name}: {'n/a' if p.get('absent') else 'failed'}: {why}"
+                    if line not in lines:
+                        lines.append(line)
+    return lines
 
 
 def footnotes(records: list[dict]) -> list[str]:
@@ -99,7 +157,7 @@ def footnotes(records: list[dict]) -> list[str]:
         for w in r["summary"].get("warnings", []):
             if not w.startswith("wide interval"):
                 lines.append(f"{r['case_key']}: {w}")
-    return lines + fits(records)
+    return lines + fits(records) + phase_notes(records)
 
 
 def fits(records: list[dict]) -> list[str]:
@@ -136,6 +194,26 @@ def markdown(records: list[dict]) -> str:
     for task, backend in sorted(by_row, key=lambda k: (_task_rank(k[0]), k[1])):
         cells = by_row[(task, backend)]
         lines.append(f"| {task} | {backend} | " + " | ".join(cells.get(n, "") for n in sizes) + " |")
+    return "\n".join(lines) + phases_markdown(records)
+
+
+def _phase_head() -> list[str]:
+    from gpuenv.modes.throughput.phases import HEADERS, PHASES
+
+    return ["task", "backend", "envs", *(HEADERS[p] for p in PHASES), "reset us/env"]
+
+
+def _phase_rows(records: list[dict]) -> list[list]:
+    return [[task, label(r), r["case"]["num_envs"], *phase_cells(r)] for task, recs in _with_phases(records).items() for r in recs]
+
+
+def phases_markdown(records: list[dict]) -> str:
+    rows = _phase_rows(records)
+    if not rows:
+        return ""
+    head = _phase_head()
+    lines = ["", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -235,4 +313,10 @@ def site_sections(tp: list[dict], out: Path, num_envs: int | None = None) -> Ite
             s = r["summary"]["env_steps_per_s"]
             rows.append([r["case"]["task"], label(r), r["case"]["num_envs"], fmt_rate(s["median"]), f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])}", r["run_id"]])
         yield ("<h2 id='throughput-table'>All throughput cases</h2>" + html_table(["task", "backend", "envs", "steps/s", "95% interval", "run"], rows, "throughput"))
+        phase_rows = _phase_rows(tp)
+        if phase_rows:
+            from gpuenv.modes.throughput.phases import LEGEND
+
+            yield ("<h2 id='phases'>Where the rate goes: step, step+reset, VecEnv, +inference, +update</h2>"
+                   f"<p class='note'>{attr(LEGEND)}</p>" + html_table(_phase_head(), phase_rows, "phases"))
 

@@ -10,6 +10,8 @@
     timeout_s = 600         # per worker process
     seed = 0
     memory_limit_mib = 0    # address-space limit of each worker (RLIMIT_AS); a case over it is `oom`
+    phases = []             # also measure these apart (gpuenv.modes.throughput.phases): "step" (resets
+                            # suppressed), "vecenv", "inference", "update"; "step+reset" is the case itself
     [[matrix]]              # backends x tasks x num_envs; a task a backend lacks is reported, not run
     backends = ["<backend>:<variant>", "<backend>"]
     tasks = ["halfcheetah"]
@@ -45,6 +47,7 @@ class MeasureSpec:
     timeout_s: float = 600.0
     seed: int = 0
     memory_limit_mib: int = 0  # 0: none
+    phases: tuple[str, ...] = ()  # extra phases measured apart (phases.EXTRA order)
 
     def check(self, where: str) -> MeasureSpec:
         if self.processes < 1 or self.values < 1 or self.warmups < 0 or self.chunk_steps < 1:
@@ -101,8 +104,12 @@ _TOP_KEYS = {"description", "kind", "measure", "matrix"}
 
 def _measure(table: dict, base: MeasureSpec, where: str) -> MeasureSpec:
     values: dict = {}
+    if "phases" in table:
+        from gpuenv.modes.throughput.phases import check_names
+
+        values["phases"] = check_names(table["phases"], where)
     for k in _MEASURE_KEYS:
-        if k in table:
+        if k in table and k != "phases":
             v = table[k]
             want = float if k in ("min_time_s", "timeout_s") else int
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not isinstance(v, int)):

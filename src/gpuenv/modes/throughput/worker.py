@@ -53,6 +53,12 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
     )
     facts = stepper.facts
     cache = facts.details.pop("compile_cache", "n/a")
+    phases = {}
+    if spec.get("phases"):
+        from gpuenv.modes.throughput.phases import measure_phases
+
+        stepper.close()  # the phases build their own envs; this one's threads and processes go first
+        phases = measure_phases(spec["phases"], adapter, case, native, facts.action_space, settings, clock)
     return {
         "ok": True,
         "pid": os.getpid(),
@@ -75,4 +81,5 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
         "recalibrated": m.recalibrated,
         "env_steps_per_s": m.env_steps_per_s,
         "resources": monitor.samples.summary(),
+        "phases": phases,
     }

@@ -66,6 +66,9 @@ class TimeToReward(Mode):
     def missed(self, record: dict) -> bool:
         return record["status"] == "ok" and record["summary"]["passed"] is False
 
+    def worker_memories(self, record: dict) -> list[dict]:
+        return [r.get("memory") or {} for r in record.get("runs") or []]
+
     def asv_benchmark(self, record: dict) -> str:
         return f"gpuenv_records.ppo_{record['case']['task']}.track_seconds_to_reward"
 

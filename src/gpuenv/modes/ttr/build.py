@@ -19,7 +19,22 @@ MODE_NAME = "time-to-reward"
 VALUE_KEYS = ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
 
 
-def summarize_runs(runs: list[dict], run_spec: RunSpec) -> dict:
+def memory_summary(memories: list[dict], num_envs: int) -> dict:
+    """Median over seeds of each run's host (PSS of the process tree) and device peaks; null where
+    nothing measured them (older records, JAX on a CPU), never zero."""
+    from gpuenv.modes.throughput.build import median_of
+
+    host = median_of(m.get("tree_pss_peak_mib") for m in memories)
+    device = median_of(m.get("device_peak_mib") for m in memories)
+    return {
+        "host_memory_mib": host,
+        "host_memory_mib_per_env": round(host / num_envs, 2) if host else None,
+        "device_peak_mib": device,
+        "device_peak_mib_per_env": round(device / num_envs, 3) if device else None,
+    }
+
+
+def summarize_runs(runs: list[dict], run_spec: RunSpec, num_envs: int = 1) -> dict:
     done = [r for r in runs if r["status"] in ("reached", "censored")]
     reached = [r for r in done if r["status"] == "reached"]
     failed = [r for r in runs if r["status"] == "failed"]
@@ -39,6 +54,7 @@ def summarize_runs(runs: list[dict], run_spec: RunSpec) -> dict:
         for key in ("startup_s", "compile_s", "eval_s"):
             vals = sorted(r[key] for r in done)
             out[f"{key}_median"] = vals[len(vals) // 2]
+        out.update(memory_summary([r.get("memory") or {} for r in done], num_envs))
     if len(done) > len(reached):
         out["warnings"].append(
             f"{len(done) - len(reached)} run(s) censored at their budget: their values are lower bounds, so the IQM is too"
@@ -87,6 +103,6 @@ def build_record(item: TtrItem, outcomes: list[Outcome], ctx: RecordContext) -> 
         "where": ctx.where,
         "settings": asdict(run_spec),
         "runs": runs,
-        "summary": summarize_runs(runs, run_spec) if status == "ok" else None,
+        "summary": summarize_runs(runs, run_spec, case.num_envs) if status == "ok" else None,
         "failure": None if status == "ok" else ctx.failure([first] if first else []),
     }

@@ -96,6 +96,10 @@ class TtrSummary(Model):
     startup_s_median: NonNegFloat
     compile_s_median: NonNegFloat
     eval_s_median: NonNegFloat
+    host_memory_mib: PosFloat | None = None  # median over seeds of the process tree's PSS peak (absent before it was measured)
+    host_memory_mib_per_env: PosFloat | None = None
+    device_peak_mib: PosFloat | None = None  # device memory the backend and policy used; null: not measured
+    device_peak_mib_per_env: PosFloat | None = None
     warnings: list[Str]
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuenv.measure import stats
-from gpuenv.report.format import attr, fmt_s, html_table, plt_module, slug
+from gpuenv.report.format import attr, fmt_s, host_memory, html_table, plt_module, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 
@@ -71,12 +71,13 @@ def tables(records: list[dict]) -> list[Table]:
             ("env steps", "right"),
             ("startup s", "right"),
             ("compile s", "right"),
+            ("host MiB (/env)", "right"),
         ]:
             t.add_column(col, justify=just)  # type: ignore[arg-type]
         for r in recs:
             c = r["case"]
             if r["status"] != "ok":
-                t.add_row(label(r), str(c["num_envs"]), f"[red]{r['status']}[/]", escape(r["failure"]["reason"][:70]), "", "", "", "")
+                t.add_row(label(r), str(c["num_envs"]), f"[red]{r['status']}[/]", escape(r["failure"]["reason"][:70]), "", "", "", "", "")
                 continue
             s = r["summary"]
             reached = f"{s['reached']}/{s['seeds']}"
@@ -90,6 +91,7 @@ def tables(records: list[dict]) -> list[Table]:
                 _agg(s["env_steps_to_threshold"], fmt_steps),
                 fmt_s(s["startup_s_median"]),
                 fmt_s(s["compile_s_median"]),
+                host_memory(s),
             )
         out.append(t)
         pairs = pairwise(recs)

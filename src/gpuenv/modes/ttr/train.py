@@ -48,6 +48,7 @@ class Progress:
         self._last = (0, 0.0)  # (env steps, train seconds) at the previous evaluation, for fps
         self.tb = None
         self.tb_note = "not requested"
+        self._pss_peak = 0  # the worker's process tree (training env processes included), at each evaluation
         if tb_dir:
             try:
                 from tensorboardX import SummaryWriter
@@ -85,6 +86,11 @@ class Progress:
         evaluation time up to that moment."""
         if not math.isfinite(eval_return):
             raise Diverged(f"evaluation return is {eval_return} at {env_steps} env steps")
+        # Reading every process's smaps is the harness's time, not training's: part of the evaluation.
+        self.sample_memory()
+        now = self.clock()
+        eval_s += now - eval_end
+        eval_end = now
         compile_s = self.compile_total()
         wall = eval_end - self.t0
         self.eval_s += eval_s
@@ -118,7 +124,26 @@ class Progress:
             return False
         return not self.over_time()
 
+    def sample_memory(self) -> None:
+        import psutil
+
+        from gpuenv.measure.monitor import tree_pss
+
+        self._pss_peak = max(self._pss_peak, tree_pss(psutil.Process()))
+
+    def memory(self) -> dict:
+        """Host PSS peak of the process tree over the evaluations and the end of training; device memory
+        from the libraries loaded (gpuenv.measure.monitor.memory)."""
+        import psutil
+
+        from gpuenv.measure.monitor import _Gpu, device_memory, memory, tree_pids
+
+        self.sample_memory()
+        gpu = _Gpu()
+        return memory(self._pss_peak, gpu.method, device_memory(tree_pids(psutil.Process()), gpu.nvml_handle()))
+
     def result(self, details: dict) -> dict:
+        mem = self.memory()  # before the end is read: not part of any timed value
         end = self.wall(self.end_s)
         last = self.curve[-1] if self.curve else {"env_steps": 0}
         compile_s = self.compile_total()
@@ -148,6 +173,7 @@ class Progress:
             "evaluations": len(self.curve),
             "curve": self.curve,
             "tensorboard": self.tb_note,
+            "memory": mem,
             "details": details,
         }
 
@@ -191,14 +217,41 @@ def sb3_kwargs(hp: dict) -> dict:
     return out
 
 
+def policy_device(backend) -> str:
+    """Where the shared policy runs: on the GPU for a GPU backend when this torch build has CUDA
+    (a CPU torch build, or no GPU, trains on the CPU; the record says which)."""
+    import torch
+
+    return "cuda" if backend.device == "gpu" and torch.cuda.is_available() else "cpu"
+
+
+def build_sb3(backend, variant: str, native: NativeTask, num_envs: int, seed: int, hyperparams: dict):
+    """The shared PPO definition on a backend's batched env: its VecEnv wrapped as the trainer
+    wraps it (VecMonitor, VecNormalize when asked) and SB3's PPO over it. -> (model, the wrapped
+    VecEnv, details).
+    The time-to-reward trainer and the throughput suite's policy phases both build it here."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    assert backend.ppo_env is not None
+    venv, details = resolve(backend.ppo_env.factory)(variant, native, num_envs, seed)
+    venv = VecMonitor(venv)
+    normalize = bool(hyperparams.get("normalize", False))
+    if normalize:
+        venv = VecNormalize(venv, gamma=hyperparams.get("gamma", 0.99))
+    policy = "CnnPolicy" if len(native.obs_shape) == 3 else "MlpPolicy"  # Atari frames get SB3's Nature CNN
+    device = policy_device(backend)
+    model = PPO(policy, venv, seed=seed, device=device, verbose=0, **sb3_kwargs(hyperparams))
+    details.update(policy=policy, normalize=normalize, policy_device=device)
+    return model, venv, details
+
+
 def train_sb3(case: PpoCase, prog: Progress) -> dict:
     """The shared trainer, on the backend's declared PPO env (Backend.ppo_env)."""
     t = prog.clock()
     import stable_baselines3
     import torch
-    from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
     backend = default_registry().get(case.backend)
     backend.load()  # the simulator's own imports count as import time
@@ -206,15 +259,10 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
     make_vecenv = resolve(backend.ppo_env.factory)
     t = prog.phase("import", t)
     native = prog.native
-    venv, details = make_vecenv(case.variant, native, case.num_envs, prog.seed)
+    model, venv, details = build_sb3(backend, case.variant, native, case.num_envs, prog.seed, case.hyperparams)
     eval_variant = backend.ppo_env.eval_variant or case.variant  # e.g. no extra processes for eval
     eval_env, _ = make_vecenv(eval_variant, native, case.eval_episodes, prog.seed + EVAL_SEED_OFFSET)
-    venv = VecMonitor(venv)
-    normalize = bool(case.hyperparams.get("normalize", False))
-    if normalize:
-        venv = VecNormalize(venv, gamma=case.hyperparams.get("gamma", 0.99))
-    policy = "CnnPolicy" if len(native.obs_shape) == 3 else "MlpPolicy"  # Atari frames get SB3's Nature CNN
-    model = PPO(policy, venv, seed=prog.seed, device="cpu", verbose=0, **sb3_kwargs(case.hyperparams))
+    normalize = details["normalize"]
     prog.phase("build", t)
     compile_clock: CompileClock | None = None
     if backend.ppo_env.jit_compiled:  # the env step is jit-compiled on first use: compile, not training
@@ -260,8 +308,6 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
         stable_baselines3=stable_baselines3.__version__,
         torch=torch.__version__,
         torch_threads=torch.get_num_threads(),
-        policy=policy,
-        normalize=normalize,
         eval_vectoriser=eval_variant,
         eval_policy="deterministic",
     )

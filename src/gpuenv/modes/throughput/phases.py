@@ -1,0 +1,236 @@
+"""A throughput case's phases, measured apart in the same worker after the case's own figure, each
+with the same protocol (gpuenv.measure.timing: compile chunk, calibration, warm-ups, timed values):
+
+  step        stepping alone, resets suppressed: the adapter's `open_without_resets` on a task whose
+              episodes end only at the time limit (gpuenv.tasks: `time_limit_only`); the limit is
+              removed, so no env resets inside the measurement
+  step+reset  the case's own figure: random actions with the backend's real auto-resets
+  vecenv      step+reset through the backend's SB3 VecEnv, wrapped as the shared PPO trainer wraps it
+              (VecMonitor, VecNormalize where the definition normalises): the adapter's copies,
+              info dicts and reset handling, with random actions
+  inference   + the shared PPO policy's forward pass every step (batch = num_envs) on the policy's
+              device, its sampled actions stepping the env, as SB3 collects a rollout
+  update      + learning: SB3 PPO.learn, one PPO update (n_epochs of minibatches) per rollout of
+              n_steps per env; one chunk is one rollout and its update
+
+The shared PPO definition (network, n_steps, batch size, epochs, normalisation) is the `sb3` case of
+the task in the `ppo` suite; the record names which. A phase that cannot run on a backend or task is
+recorded with the reason (`absent`), one that raised with its error (`failed`): never a number.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from gpuenv.backends.base import Case, action_pool
+from gpuenv.backends.spec import NativeTask
+from gpuenv.measure.timing import MeasureSettings, measure_throughput
+
+PHASES = ("step", "step+reset", "vecenv", "inference", "update")
+MAIN = "step+reset"
+EXTRA = tuple(p for p in PHASES if p != MAIN)
+SHARED_PPO_SUITE = "ppo"  # the suite whose sb3 case of a task is the shared PPO definition
+HEADERS = {"step": "step", "step+reset": "step+reset", "vecenv": "vecenv", "inference": "+inference", "update": "+update"}
+LEGEND = (
+    "step: resets suppressed (time limit removed, task without termination); step+reset: the case itself; "
+    "vecenv: through the shared PPO trainer's VecEnv stack, random actions; +inference: the shared policy "
+    "picks every action; +update: SB3 PPO.learn, one update per rollout; reset us/env: the wall-clock "
+    "microseconds one env's reset adds, amortised over the batch"
+)
+
+
+class Absent(Exception):
+    """This phase cannot be measured for this backend/task; the message says why."""
+
+
+def check_names(names: Any, where: str) -> tuple[str, ...]:
+    from gpuenv.errors import UserError
+
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise UserError(f"{where}: phases must be a list of names from {', '.join(PHASES)}")
+    bad = [n for n in names if n not in PHASES]
+    if bad:
+        raise UserError(f"{where}: unknown phase {bad[0]!r} (known: {', '.join(PHASES)})")
+    return tuple(n for n in EXTRA if n in names)  # step+reset is always measured: the case's own figure
+
+
+@functools.cache
+def shared_definition(task: str, backend: str, variant: str) -> tuple[dict, str] | None:
+    """(hyperparameters, where they come from) of the task's shared PPO definition, or None."""
+    from gpuenv.registry import default_registry
+    from gpuenv.suites import load_any
+
+    _, suite = load_any(SHARED_PPO_SUITE, default_registry())
+    cases = [c for c in suite.cases if c.trainer == "sb3" and c.task == task]
+    cases.sort(key=lambda c: (c.backend != backend, c.variant != variant))  # this backend's own case first
+    if not cases:
+        return None
+    c = cases[0]
+    return dict(c.hyperparams), f"suites/{SHARED_PPO_SUITE}.toml case {c.key}"
+
+
+def spec_for(case: Case, names: tuple[str, ...]) -> dict:
+    """The part of a worker spec the phases need (the shared definition looked up once, here)."""
+    if not names:
+        return {}
+    policy_phases = [n for n in names if n in ("vecenv", "inference", "update")]
+    ppo = shared_definition(case.task, case.backend, case.variant) if policy_phases else None
+    return {"names": list(names), "ppo": None if ppo is None else {"hyperparams": ppo[0], "source": ppo[1]}}
+
+
+# --- the steppers (gpuenv.backends.base.Stepper's run/sync) of the policy phases ----------------
+
+
+class _Steps:
+    """Steps a VecEnv `chunk_steps` steps per chunk; `act(obs)` gives the actions."""
+
+    def __init__(self, venv, chunk_steps: int, act: Callable[[Any, int], np.ndarray], sync: Callable[[], None]) -> None:
+        self.venv, self.chunk_steps, self.act, self._sync = venv, chunk_steps, act, sync
+        self.obs = venv.reset()
+        self._i = 0
+
+    def run(self, loops: int) -> None:
+        venv, act, obs, i = self.venv, self.act, self.obs, self._i
+        for _ in range(loops * self.chunk_steps):
+            obs = venv.step(act(obs, i))[0]
+            i += 1
+        self.obs, self._i = obs, i
+
+    def sync(self) -> None:
+        self._sync()
+
+
+class _Learn:
+    """One chunk = one PPO iteration: a rollout of n_steps per env, then its update."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def run(self, loops: int) -> None:
+        self.model.learn(total_timesteps=loops * self.model.n_steps * self.model.n_envs, reset_num_timesteps=False)
+
+    def sync(self) -> None:
+        pass  # learn() returns after the update's last optimiser step
+
+
+class _Policy:
+    """The shared definition's model and wrapped VecEnv, built once for the policy phases."""
+
+    def __init__(self, case: Case, native: NativeTask, ppo: dict | None) -> None:
+        from gpuenv.registry import default_registry
+
+        backend = default_registry().get(case.backend)
+        if backend.ppo_env is None:
+            raise Absent(f"{case.backend} declares no batched env for the shared PPO trainer")
+        if backend.ppo_env.variants is not None and case.variant not in backend.ppo_env.variants:
+            raise Absent(f"the shared PPO trainer runs {case.backend} as {', '.join(backend.ppo_env.variants)}, not {case.variant}")
+        if ppo is None:
+            raise Absent(f"suites/{SHARED_PPO_SUITE}.toml has no sb3 case for {case.task}: no shared PPO definition to run")
+        import torch
+
+        from gpuenv.modes.ttr.train import build_sb3
+
+        self.model, self.venv, self.details = build_sb3(backend, case.variant, native, case.num_envs, case.seed, ppo["hyperparams"])
+        self.details.update(definition=ppo["source"], torch_threads=torch.get_num_threads())
+        self.torch = torch
+        cuda = self.model.device.type == "cuda"
+        self.sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+
+def _policy_act(p: _Policy) -> Callable[[Any, int], np.ndarray]:
+    """SB3's rollout step: obs to a tensor on the policy's device, forward, sample, clip to the box."""
+    from gymnasium import spaces
+    from stable_baselines3.common.utils import obs_as_tensor
+
+    policy, device, torch = p.model.policy, p.model.device, p.torch
+    space = p.venv.action_space
+    policy.set_training_mode(False)
+
+    def act(obs, _i):
+        with torch.no_grad():
+            actions, _values, _log_prob = policy(obs_as_tensor(obs, device))
+        a = actions.cpu().numpy()
+        if isinstance(space, spaces.Box):
+            a = policy.unscale_action(a) if policy.squash_output else np.clip(a, space.low, space.high)
+        return a
+
+    return act
+
+
+def measure_phases(
+    phases: dict,
+    adapter: Any,
+    case: Case,
+    native: NativeTask,
+    action_space: Any,
+    settings: MeasureSettings,
+    clock: Callable[[], float],
+) -> dict:
+    """{phase: {"env_steps_per_s": [...], "how": ..., ...} | {"absent": why} | {"failed": error}}."""
+    from gpuenv.tasks import TASKS
+
+    out: dict[str, dict] = {}
+    policy: _Policy | Absent | None = None
+    pool = action_pool(action_space, case.num_envs, case.action_pool_steps, case.seed)
+    for name in phases["names"]:
+        try:
+            if name == "step":
+                task = TASKS.get(case.task)
+                if task is None or not task.time_limit_only:
+                    raise Absent(f"{case.task} ends episodes on a termination condition, so removing the time limit "
+                                 "does not suppress resets")
+                opener = getattr(adapter, "open_without_resets", None)
+                if opener is None:
+                    raise Absent(f"the {case.backend} adapter cannot suppress resets (no open_without_resets)")
+                stepper = opener(case, native)
+                stepper.load_actions(pool)
+                how = stepper.facts.reset_mode
+                chunk, run_settings, details = case.chunk_steps, settings, {}
+            else:
+                if policy is None:
+                    try:
+                        policy = _Policy(case, native, phases.get("ppo"))
+                    except Absent as e:
+                        policy = e
+                if isinstance(policy, Absent):
+                    raise policy
+                details = policy.details
+                if name == "update":
+                    stepper = _Learn(policy.model)
+                    chunk = policy.model.n_steps
+                    # the compile chunk and the calibration call are whole PPO iterations already
+                    run_settings = replace(settings, warmups=0)
+                    how = (f"SB3 PPO.learn: rollouts of n_steps={chunk} per env, each followed by its update "
+                           f"(n_epochs={policy.model.n_epochs}, batch_size={policy.model.batch_size}), policy on "
+                           f"{policy.model.device.type}")
+                else:
+                    chunk, run_settings = case.chunk_steps, settings
+                    if name == "vecenv":
+                        stepper = _Steps(policy.venv, chunk, lambda _obs, i: pool[i % len(pool)], policy.sync)
+                        how = f"random actions through {details.get('vectoriser', 'the backend VecEnv')} + SB3 VecMonitor" + (
+                            " + VecNormalize" if details.get("normalize") else "")
+                    else:
+                        stepper = _Steps(policy.venv, chunk, _policy_act(policy), policy.sync)
+                        how = f"the shared {details['policy']}'s forward pass per step (batch {case.num_envs}) on {policy.model.device.type}, sampled actions"
+            m = measure_throughput(stepper, num_envs=case.num_envs, chunk_steps=chunk, settings=run_settings, clock=clock)
+            if name == "step":
+                stepper.close()  # its own env (processes, threads): not left running beside the next phase
+            out[name] = {
+                "env_steps_per_s": m.env_steps_per_s,
+                "how": how,
+                "chunk_steps": chunk,
+                "loops": m.loops,
+                "warmups": run_settings.warmups,
+                "compile_s": m.compile_s,
+                "details": details,
+            }
+        except Absent as e:
+            out[name] = {"absent": str(e)}
+        except Exception as e:  # a phase that breaks loses its own number only, never the case's
+            out[name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+    return out
