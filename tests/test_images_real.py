@@ -82,3 +82,18 @@ def test_bench_image_runs_the_suite_in_the_image_and_the_records_land_on_the_hos
     assert records and all(rec["status"] == "ok" for rec in records)
     assert all(rec["where"]["machine"]["container"]["ref"] == "gpuenv/envpool:latest" for rec in records)
     assert all(rec["where"]["machine"]["container"]["id"] == built["envpool"] for rec in records)
+
+
+def test_dispatch_runs_its_tasks_in_the_image_and_records_say_so(built, tmp_path, cli):
+    """`gpuenv dispatch --container docker`: each array task's bench runs in gpuenv/<backend>, offline,
+    on Slurm where this machine runs one (tools/slurm-local.sh), else on submitit's local executor."""
+    up = shutil.which("sinfo") and subprocess.run(["sinfo", "-h"], capture_output=True).returncode == 0
+    out = tmp_path / "o"
+    r = cli("dispatch", "--executor", "slurm" if up else "local", "--container", "docker", "--suite", "smoke",
+            "--backend", "envpool:sync", "--out", str(out), timeout=1200)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    records = [load(p) for p in out.rglob("*.json")]
+    assert len(records) == 1 and records[0]["status"] == "ok"
+    rec = records[0]
+    assert rec["where"]["scheduler"]["container"] == "docker" and rec["where"]["scheduler"]["image"] == "gpuenv/envpool:latest"
+    assert rec["where"]["machine"]["in_container"] is True and rec["where"]["machine"]["container"]["id"] == built["envpool"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 from dataclasses import replace
@@ -38,6 +39,24 @@ EXIT_CASE_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
+def only_cases(plan, keys: list[str]):
+    """The plan cut down to these case keys (as `gpuenv dispatch` gives each array task its cases)."""
+    known = {item.key for item in plan.items}
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise UserError(f"--case {unknown[0]}: not a case of suite '{plan.suite}' with these filters "
+                        f"(`gpuenv list` shows the suites; its cases: {', '.join(sorted(known)[:5])}{' ...' if len(known) > 5 else ''})")
+    return replace(plan, items=[item for item in plan.items if item.key in set(keys)])
+
+
+def checked_run_id(run_id: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", run_id):
+        raise UserError(f"--run-id {run_id!r}: use letters, digits, '_', '.' or '-' (it names a directory and goes into every record)")
+    return run_id
+
+
 @app.command()
 def bench(
     suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "quick",
@@ -48,6 +67,8 @@ def bench(
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", help="time-to-reward suites: seeds per case")] = None,
     out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = str(DEFAULT_OUT),
+    case: Annotated[list[str] | None, typer.Option("--case", help="only these case keys of the plan (repeatable)")] = None,
+    run_id_opt: Annotated[str | None, typer.Option("--run-id", help="write into this run (OUT/<run id>/, made if new) instead of a new one")] = None,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
     from gpuenv.doctor import failures, in_gpu_image, run_checks
@@ -67,6 +88,8 @@ def bench(
             raise UserError(reason)
     mode, s = load_any(suite, registry, seeds=seeds)
     plan = mode.plan(s, registry, backends=backend, tasks=task, num_envs=num_envs)
+    if case:
+        plan = only_cases(plan, case)
     items: list = []
     unavailable: dict[str, None] = {}
     for item in plan.items:  # what this machine cannot run is said once, not recorded as failures
@@ -81,7 +104,7 @@ def bench(
         raise UserError(f"nothing to run in suite '{plan.suite}' on this machine"
                         + (f": {'; '.join(why[:3])}{' ...' if len(why) > 3 else ''}" if why else "") + "; see `gpuenv list`")
     keys = [item.key for item in items]
-    run_id = new_run_id()
+    run_id = checked_run_id(run_id_opt) if run_id_opt else new_run_id()
     run_dir = prepare_dir(out_dir(out) / run_id)
     console.print(f"[bold]gpuenv bench[/] suite [cyan]{plan.suite}[/]: {len(keys)} cases ({plan.unit}), run {run_id}")
     for reason in unavailable:
@@ -431,6 +454,99 @@ def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
     failed = [r for r in rows if r[1] != 0]
     if failed:
         raise UserError(f"building {failed[0][0]} failed (docker build exited {failed[0][1]}; its output is above)")
+
+
+@app.command()
+def dispatch(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "quick",
+    backend: Annotated[list[str] | None, typer.Option("--backend", "-b", help="backend or backend:variant (repeatable)")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="slurm (sbatch arrays) or local (this machine)")] = "slurm",
+    partition: Annotated[str | None, typer.Option("--partition", help="Slurm partition")] = None,
+    gpus_per_task: Annotated[int, typer.Option("--gpus-per-task", help="GPUs per array task (GRES)")] = 0,
+    cpus_per_task: Annotated[int | None, typer.Option("--cpus-per-task", help="CPUs per array task")] = None,
+    exclusive: Annotated[bool, typer.Option("--exclusive", help="a whole node per task (what a benchmark wants)")] = False,
+    container: Annotated[str, typer.Option("--container", help="none, docker, apptainer or pyxis")] = "none",
+    image: Annotated[str | None, typer.Option("--image", help="image reference (default gpuenv/<backend>:latest) or a .sif")] = None,
+    array_parallelism: Annotated[int, typer.Option("--array-parallelism", help="tasks running at once")] = 1,
+    cases_per_task: Annotated[int, typer.Option("--cases-per-task", help="cases batched into one array task")] = 1,
+    time_min: Annotated[int, typer.Option("--time-min", help="time limit per task, minutes")] = 60,
+    out: Annotated[str, typer.Option("--out", "-o", help="the shared results directory: records go to OUT/<run id>/")] = "results/dispatch",
+    attach: Annotated[str | None, typer.Option("--attach", help="pick up a dispatch by its job id (after the submitting command died)")] = None,
+    rerun: Annotated[Path | None, typer.Option("--rerun", help="a dispatch's run directory: submit only its cases with no ok record")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the tasks and the command each would run; submit nothing")] = False,
+) -> None:
+    """Run a suite's cases as array tasks on Slurm (or submitit's local executor), then print its tables."""
+    from gpuenv import dispatch as dsp
+    from gpuenv.report.table import footnotes, tables
+    from gpuenv.results.store import new_run_id, prepare_dir
+    from gpuenv.suites import load_any
+
+    registry = default_registry()
+    if attach or rerun:
+        if attach and rerun:
+            raise UserError("--attach and --rerun are two different things; pass one")
+        run_dir = dsp.find_job(out_dir(out), attach) if attach else Path(str(rerun))
+        d = dsp.Dispatch.load(run_dir)
+        mode, s = load_any(d.suite, registry)
+        plan = mode.plan(s, registry, **d.filters)
+    else:
+        options = dsp.Options(executor, partition, gpus_per_task, cpus_per_task, exclusive, container, image,
+                              array_parallelism, cases_per_task, time_min).check()
+        if container != "none" and (suite.endswith(".toml") or "/" in suite):
+            raise UserError(f"--container {container}: pass a suite by name (the image has the same suites/); "
+                            f"a file like {suite} is not inside the container")
+        mode, s = load_any(suite, registry)
+        filters = {"backends": backend, "tasks": task, "num_envs": num_envs}
+        plan = mode.plan(s, registry, **filters)
+        if not plan.items:
+            raise UserError(f"nothing to dispatch in suite '{plan.suite}' with these filters; see `gpuenv list`")
+        if executor == "slurm" and not dry_run and not shutil.which("sbatch"):
+            raise UserError("--executor slurm: sbatch is not on PATH (no Slurm client here); --executor local runs the same tasks on this machine")
+        run_id = new_run_id()
+        tasks = [dsp.Task(i, b, keys) for i, (b, keys) in enumerate(dsp.batches(plan.items, cases_per_task))]
+        d = dsp.Dispatch(run_id, suite, str(out_dir(out) / run_id), options, tasks, dsp.now_utc(), filters=filters)
+    items = {item.key: item for item in plan.items}
+    if dry_run:
+        for t in d.tasks:
+            console.print(f"task {t.index} ({t.backend}): {dsp.quote(dsp.command_line(dsp.task_spec(d, t), '<facts>'))}", highlight=False)
+        console.print(f"{len(d.tasks)} task(s), {len(items)} case(s); nothing submitted (--dry-run)")
+        return
+    if rerun:
+        have = dsp.latest_ok(d)
+        missing = [it for k, it in items.items() if k not in have and any(k in t.cases for t in d.tasks)]
+        if not missing:
+            console.print(f"every case of {run_dir} has an ok record: nothing to rerun")
+            return
+        new = [dsp.Task(len(d.tasks) + i, b, keys) for i, (b, keys) in enumerate(dsp.batches(missing, d.options.cases_per_task))]
+        d.tasks += new
+        d.reruns.append(dsp.now_utc())
+        dsp.submit(d, new)
+        console.print(f"rerun of {len(missing)} case(s) in {len(new)} task(s), job {new[0].job_id.split('_')[0] if new[0].job_id else '-'}")
+    elif not attach:
+        prepare_dir(d.run_dir)
+        d.save()
+        dsp.submit(d, d.tasks)
+        console.print(f"[bold]gpuenv dispatch[/] suite [cyan]{plan.suite}[/]: {len(items)} cases in {len(d.tasks)} "
+                      f"task(s), {d.options.executor} job {d.job_id}, run {d.run_id}")
+    else:
+        console.print(f"attached to job {attach}: run {d.run_id}, {len(d.tasks)} task(s)")
+    try:
+        dsp.wait(d, console)
+    except KeyboardInterrupt:
+        err_console.print(f"detached: the tasks go on; `gpuenv dispatch --attach {d.job_id} --out {out}` picks the job up again")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    records = [r for r in dsp.finish(d, mode, plan) if r["case_key"] in items]
+    for table in tables(records):
+        console.print(table)
+    for note in footnotes(records):
+        console.print(f"[yellow]warning[/] {escape(note)}")
+    failed = [r for r in records if r["status"] != "ok"]
+    console.print(f"{len(records)} records in {d.run_dir}")
+    if failed:
+        err_console.print(f"{len(failed)} case(s) failed; their records say why; `gpuenv dispatch --rerun {d.run_dir}` reruns only those")
+        raise typer.Exit(EXIT_CASE_FAILED)
 
 
 @app.command("bench-image")

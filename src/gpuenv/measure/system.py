@@ -5,6 +5,7 @@ Nothing here imports a simulator: library versions come from package metadata.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -151,9 +152,25 @@ def machine() -> dict:
 
 
 def provenance() -> dict:
-    return {
+    out = {
         "machine": machine(),
         "packages": package_versions(),
         "env": speed_env(),
         "git": git_sha(),
     }
+    sched = scheduler()
+    if sched is not None:
+        out["scheduler"] = sched
+    return out
+
+
+def scheduler() -> dict | None:
+    """The cluster allocation this run is in, as `gpuenv dispatch` passed it (GPUENV_SCHEDULER)."""
+    raw = os.environ.get("GPUENV_SCHEDULER")
+    if not raw:
+        return None
+    try:
+        facts = json.loads(raw)
+    except ValueError:
+        return {"scheduler": "unknown", "error": "GPUENV_SCHEDULER is not JSON"}
+    return facts if isinstance(facts, dict) and isinstance(facts.get("scheduler"), str) else {"scheduler": "unknown"}

@@ -104,6 +104,8 @@ class FailureKind(str, Enum):
     - oom: the worker raised MemoryError.
     - refused: the worker reported a failed precondition or bad input (a UserError).
     - internal: gpuenv could not summarise the case (a bug in gpuenv).
+    - scheduler: a cluster's scheduler ended the task before the case wrote its record (cancelled,
+      preempted, time limit, node failure); the reason quotes the scheduler's state.
     """
 
     crashed = "crashed"
@@ -115,6 +117,7 @@ class FailureKind(str, Enum):
     oom = "oom"
     refused = "refused"
     internal = "internal"
+    scheduler = "scheduler"
 
 
 class Failure(Model):
@@ -216,12 +219,25 @@ class Environment(Model):
     path: Str | None = None
 
 
+class Scheduler(OpenModel):
+    """The cluster allocation a record was measured in (`gpuenv dispatch`); absent when run directly."""
+
+    scheduler: Str  # "slurm" or "local"
+    job_id: Str | None = None  # array job and task: "1234_5"
+    node: Str | None = None
+    partition: Str | None = None
+    exclusive: Bool | None = None
+    container: Str | None = None  # none, docker, apptainer, pyxis
+    image: Str | None = None
+
+
 class Where(Model):
     machine: Machine
     packages: dict[str, Str | None]  # every tracked distribution: version, or null if absent
     env: dict[str, Str]  # environment variables that change speed
     git: Git
     environment: Environment | None = None
+    scheduler: Scheduler | None = None
 
 
 # --- intervals -----------------------------------------------------------------------------------
