@@ -17,6 +17,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), os.enviro
 sys.path.insert(0, str(PLUGINS))
 
 
+# The GPU images' tests build about 9 GB per image: `make test-images-gpu` runs them (CI does, after
+# `make test`); plain pytest does not collect them.
+collect_ignore = [] if os.environ.get("GPUENV_TEST_GPU_IMAGES") == "1" else ["gpu_images"]
+
+
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None):
     """Run `python -m gpuenv ARGS` as a user would; returns CompletedProcess (text)."""
     return subprocess.run(
@@ -51,10 +56,11 @@ timeout_s = {timeout}
 """
 
 
-def fake_suite(path: Path, backends: str = '"fake:ok"', num_envs: str = "[1]", timeout: int = 60, extra: str = "") -> Path:
+def fake_suite(path: Path, backends: str = '"fake:ok"', num_envs: str = "[1]", timeout: int = 60, extra: str = "",
+               task: str = "cartpole", matrix_extra: str = "") -> Path:
     return write_suite(path, FAST.format(timeout=timeout) + extra + f"""
 [[matrix]]
 backends = [{backends}]
-tasks = ["cartpole"]
+tasks = ["{task}"]
 num_envs = {num_envs}
-""")
+""" + matrix_extra)

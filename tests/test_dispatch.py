@@ -155,6 +155,25 @@ def test_bench_case_and_run_id_select_and_append(cli, tmp_path):
     assert bad.returncode == 2 and "--run-id '../x'" in bad.stderr
 
 
+def test_a_failing_sacct_is_one_clear_error_not_a_hang(tmp_path, monkeypatch):
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "sacct").write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n")
+    (fake_bin / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
+    d = dsp.Dispatch("R", "smoke", str(tmp_path / "R"), dsp.Options(), [dsp.Task(0, "envpool", ["k"], "41_0")])
+    with pytest.raises(dsp.UserError, match="sacct failed .*Connection refused.*--attach"):
+        dsp._states(d)
+
+
+def test_a_tasks_log_is_its_own_not_task_10s(tmp_path):
+    d = dsp.Dispatch("R", "smoke", str(tmp_path), dsp.Options(), [dsp.Task(1, "envpool", ["k"], "41_1")])
+    d.folder.mkdir()
+    (d.folder / "41_10_0_log.err").write_text("task ten")
+    (d.folder / "41_1_0_log.err").write_text("task one")
+    assert dsp._task_log(d, d.tasks[0]) == "task one"
+
+
 # --- the local executor, for real ---------------------------------------------------------------
 
 
@@ -232,7 +251,12 @@ def test_a_cancelled_task_is_a_failed_case_and_a_rerun_runs_only_it(cli, tmp_pat
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
-    assert len(records(run_dir)["fake-ok-cartpole-n1"]) == 1  # not run again
+    after = records(run_dir)
+    assert len(after["fake-ok-cartpole-n1"]) == 1  # not run again
+    again = [r for r in after["fake-hang-cartpole-n1"] if r["where"]["scheduler"]["job_id"] == st2["tasks"][2]["job_id"]]
+    assert again and again[-1]["status"] == "failed" and again[-1]["failure"]["kind"] == "scheduler"
+    # the first task's case is not failed a second time on its behalf
+    assert sum(1 for r in after["fake-hang-cartpole-n1"] if r["where"]["scheduler"]["job_id"] == hang and r["status"] == "failed") == 1
 
 
 @needs_slurm

@@ -266,12 +266,12 @@ def test_a_suite_with_nothing_to_run_says_why(cli, tmp_path):
     suite = write_suite(tmp_path / "none.toml", FAST.format(timeout=60) + """
 [[matrix]]
 backends = ["fake:ok"]
-tasks = ["halfcheetah"]
+tasks = ["ant"]
 num_envs = [1]
 """)
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"))
     assert r.returncode == 2
-    assert "nothing to run in suite 'none'" in r.stderr and "fake:ok / halfcheetah: not offered by this backend" in r.stderr, r.stderr
+    assert "nothing to run in suite 'none'" in r.stderr and "fake:ok / ant: not offered by this backend" in r.stderr, r.stderr
 
 
 def test_sigterm_is_recorded_as_sigterm_and_the_count_leaves_out_the_interrupted_case(tmp_path):

@@ -514,6 +514,10 @@ def dispatch(
         console.print(f"{len(d.tasks)} task(s), {len(items)} case(s); nothing submitted (--dry-run)")
         return
     if rerun:
+        still = dsp.live(d)
+        if still:
+            raise UserError(f"{run_dir}: task(s) {', '.join(str(t.index) for t in still)} may still write records; "
+                            f"`gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` waits for them, then --rerun")
         have = dsp.latest_ok(d)
         missing = [it for k, it in items.items() if k not in have and any(k in t.cases for t in d.tasks)]
         if not missing:
@@ -535,9 +539,13 @@ def dispatch(
     try:
         dsp.wait(d, console)
     except KeyboardInterrupt:
-        err_console.print(f"detached: the tasks go on; `gpuenv dispatch --attach {d.job_id} --out {out}` picks the job up again")
+        if d.options.executor == "local":  # local tasks are this command's children: they stop with it
+            err_console.print(f"interrupted: the local tasks stop with this command; records so far are in {d.run_dir}; "
+                              f"`gpuenv dispatch --rerun {d.run_dir}` runs the rest")
+        else:
+            err_console.print(f"detached: the tasks go on in Slurm; `gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` picks the job up again")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    records = [r for r in dsp.finish(d, mode, plan) if r["case_key"] in items]
+    records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: console.print(f"[yellow]warning[/] {escape(m)}")) if r["case_key"] in items]
     for table in tables(records):
         console.print(table)
     for note in footnotes(records):

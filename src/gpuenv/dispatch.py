@@ -74,7 +74,7 @@ class Task:
     backend: str
     cases: list[str]
     job_id: str | None = None  # the scheduler's id of this array task ("1234_0"; local: a pid)
-    since: str = ""  # when it was submitted (UTC, as records' created_utc): its records are newer
+    since: str = ""  # when it was submitted (UTC); its records carry its job id (where.scheduler.job_id)
 
 
 @dataclass
@@ -187,7 +187,8 @@ def command_line(spec: dict, facts_json: str, image_id: str | None = None) -> li
 
 
 def run_task(spec: dict) -> dict:
-    """Runs in the array task (submitit pickles this call): the bench for its cases."""
+    """Runs in the array task (submitit pickles this call): the bench for its cases. Its output goes
+    straight to the task's log (kept even when Slurm kills the task at its time limit)."""
     facts = scheduler_facts(spec["options"], spec.get("image"))
     facts_json = json.dumps(facts)
     image_id = None
@@ -195,26 +196,40 @@ def run_task(spec: dict) -> dict:
         r = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", spec["image"]], capture_output=True, text=True)
         image_id = r.stdout.strip() or None
     cmd = command_line(spec, facts_json, image_id)
-    env = {**os.environ, "GPUENV_SCHEDULER": facts_json}
-    r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    sys.stdout.write(r.stdout)
-    sys.stderr.write(r.stderr)
-    if r.returncode not in (0, 1):  # 1: a case failed, its record says why; anything else: no record
-        last = (r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1]
-        raise RuntimeError(f"gpuenv bench exited with code {r.returncode}: {last}")
-    return {"returncode": r.returncode, "facts": facts}
+    sys.stdout.flush()
+    rc = subprocess.run(cmd, env={**os.environ, "GPUENV_SCHEDULER": facts_json}, stdin=subprocess.DEVNULL).returncode
+    if rc not in (0, 1):  # 1: a case failed, its record says why; anything else: no record
+        raise RuntimeError(f"gpuenv bench exited with code {rc} (its output is above in this task's log)")
+    return {"returncode": rc, "facts": facts}
 
 
 # --- submitting, waiting, finishing (the submitting host) ----------------------------------------
 
 
-def _executor(d: Dispatch):
-    import submitit
+def _submitit():
+    try:
+        import submitit
+    except ImportError:
+        raise UserError("gpuenv dispatch needs submitit: pip install 'gpuenv[cluster]'") from None
+    return submitit
 
+
+def _local_gpus() -> list[int]:
+    from gpuenv.doctor import nvidia_smi
+
+    return list(range(len(nvidia_smi()[0])))
+
+
+def _executor(d: Dispatch):
+    submitit = _submitit()
     o = d.options
     if o.executor == "local":
         local = submitit.LocalExecutor(folder=str(d.folder))
-        local.update_parameters(timeout_min=o.time_min, gpus_per_node=o.gpus_per_task)
+        # submitit sets CUDA_VISIBLE_DEVICES to the GPUs it hands a job ("" for none): without
+        # --gpus-per-task a local task sees every GPU of this machine, as `gpuenv bench` would.
+        gpus = _local_gpus()
+        n = o.gpus_per_task or len(gpus)
+        local.update_parameters(timeout_min=o.time_min, gpus_per_node=n, visible_gpus=tuple(gpus) or ())
         return local
     ex = submitit.SlurmExecutor(folder=str(d.folder))
     params: dict[str, Any] = {"time": o.time_min, "array_parallelism": o.array_parallelism, "job_name": f"gpuenv-{d.run_id}"}
@@ -236,12 +251,16 @@ def task_spec(d: Dispatch, t: Task) -> dict:
             "options": asdict(d.options), "image": image}
 
 
+def _submit_local(d: Dispatch, t: Task) -> None:
+    t.job_id, t.since = _executor(d).submit(run_task, task_spec(d, t)).job_id, now_utc()
+
+
 def submit(d: Dispatch, tasks: list[Task]) -> None:
     """Slurm: one array for all tasks. Local: the first `array_parallelism` tasks now, the rest as
     earlier ones end (wait() submits them), so benchmarks do not share the machine's cores."""
-    ex = _executor(d)
-    stamp = now_utc()
     if d.options.executor == "slurm":
+        ex = _executor(d)
+        stamp = now_utc()
         try:
             jobs = ex.map_array(run_task, [task_spec(d, t) for t in tasks])
         except Exception as e:  # noqa: BLE001 - sbatch refused (partition, gres ...): one line
@@ -251,41 +270,57 @@ def submit(d: Dispatch, tasks: list[Task]) -> None:
         d.job_id = d.job_id or (jobs[0].job_id.split("_")[0] if jobs else None)
     else:
         for t in tasks[: d.options.array_parallelism]:
-            t.job_id, t.since = ex.submit(run_task, task_spec(d, t)).job_id, stamp
+            _submit_local(d, t)
         d.job_id = d.job_id or (tasks[0].job_id if tasks else None)
     d.save()
 
 
+def sacct_rows(ids: list[str]) -> dict[str, tuple[str, str]]:
+    """{array task id: (state, "STATE, reason R, on NODE")} from Slurm's accounting."""
+    cmd = ["sacct", "-n", "-P", "-X", "-o", "JobID,State,Reason,NodeList", "-j", ",".join(ids)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise UserError("sacct is not on PATH: gpuenv dispatch --executor slurm reads task states from Slurm's accounting") from None
+    except subprocess.TimeoutExpired:
+        raise UserError("sacct did not answer within 60 s (slurmdbd down?); `gpuenv dispatch --attach JOB` waits again later") from None
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"sacct failed ({last}): task states come from Slurm's accounting (slurmdbd); "
+                        "`gpuenv dispatch --attach JOB` waits again once it answers")
+    rows = {}
+    for line in r.stdout.splitlines():
+        parts = line.split("|")
+        if len(parts) >= 4:
+            job, state, reason, nodes = parts[:4]
+            text = state + (f", reason {reason}" if reason not in ("", "None") else "") + (f", on {nodes}" if nodes and nodes != "None assigned" else "")
+            rows[job] = (state.split()[0] if state else "UNKNOWN", text)
+    return rows
+
+
 def _states(d: Dispatch) -> dict[int, tuple[str, str]]:
-    """(state, reason) per submitted task, from sacct (Slurm) or the local process."""
+    """(state, reason) per submitted task, from sacct (Slurm) or the local job's files and process."""
     out: dict[int, tuple[str, str]] = {}
     submitted = [t for t in d.tasks if t.job_id]
     if not submitted:
         return out
     if d.options.executor == "slurm":
-        ids = sorted({t.job_id.split("_")[0] for t in submitted if t.job_id})
-        r = subprocess.run(["sacct", "-n", "-P", "-X", "-o", "JobID,State,Reason,NodeList", "-j", ",".join(ids)],
-                           capture_output=True, text=True, timeout=60)
-        rows = {}
-        for line in r.stdout.splitlines():
-            parts = line.split("|")
-            if len(parts) >= 4:
-                job, state, reason, nodes = parts[:4]
-                text = state + (f", reason {reason}" if reason not in ("", "None") else "") + (f", on {nodes}" if nodes and nodes != "None assigned" else "")
-                rows[job] = (state.split()[0] if state else "UNKNOWN", text)
+        rows = sacct_rows(sorted({(t.job_id or "").split("_")[0] for t in submitted}))
         for t in submitted:
             out[t.index] = rows.get(t.job_id or "", ("PENDING", "not in sacct yet"))
         return out
     import psutil
 
     for t in submitted:
-        pid = int(t.job_id or 0)
-        try:
-            p = psutil.Process(pid)
-            alive = p.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
+        if list(d.folder.glob(f"{t.job_id}_*_result.pkl")):  # submitit wrote the task's outcome: done
+            out[t.index] = ("FINISHED", "finished")
+            continue
+        try:  # a pid can be reused: only the submitit controller of this dispatch counts
+            p = psutil.Process(int(t.job_id or 0))
+            alive = p.status() != psutil.STATUS_ZOMBIE and str(d.folder) in " ".join(p.cmdline())
+        except (psutil.Error, ValueError):
             alive = False
-        out[t.index] = ("RUNNING", "running") if alive else ("FINISHED", "process ended")
+        out[t.index] = ("RUNNING", "running") if alive else ("FINISHED", "process ended without a result")
     return out
 
 
@@ -295,92 +330,132 @@ def now_utc() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def arrived(t: Task, records: dict[str, dict]) -> list[str]:
-    """The task's cases with a record written since it was submitted."""
-    return [k for k in t.cases if k in records and records[k]["created_utc"] >= t.since]
-
-
-def _records(d: Dispatch) -> dict[str, dict]:
-    """The latest record per case key in the run directory."""
+def _records(d: Dispatch) -> list[dict]:
     from gpuenv.results.store import load_dir
 
     records, _ = load_dir(d.run_dir)
-    latest: dict[str, dict] = {}
-    for r in sorted(records, key=lambda r: r["created_utc"]):
-        latest[r["case_key"]] = r
+    return sorted(records, key=lambda r: r["created_utc"])
+
+
+def by_task(d: Dispatch, records: list[dict]) -> dict[str, dict[str, dict]]:
+    """{job id: {case key: its latest record}}: records belong to the task whose job id they carry."""
+    out: dict[str, dict[str, dict]] = {}
+    for r in records:
+        job = (r["where"].get("scheduler") or {}).get("job_id")
+        if job:
+            out.setdefault(job, {})[r["case_key"]] = r
+    return out
+
+
+def current(d: Dispatch, records: list[dict]) -> dict[str, dict]:
+    """The record of each case from its newest task (a rerun's over the first run's), else the latest."""
+    latest = {r["case_key"]: r for r in records}
+    mine = by_task(d, records)
+    for t in d.tasks:  # in submission order: a later task's record replaces an earlier one's
+        for k, r in mine.get(t.job_id or "", {}).items():
+            if k in t.cases:
+                latest[k] = r
     return latest
 
 
 def latest_ok(d: Dispatch) -> set[str]:
-    return {k for k, r in _records(d).items() if r["status"] == "ok"}
+    return {k for k, r in current(d, _records(d)).items() if r["status"] == "ok"}
 
 
-def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> dict[str, dict]:
-    """Show progress per task until every task has ended; returns the latest record per case."""
+def live(d: Dispatch) -> list[Task]:
+    """Tasks that may still write records: not yet submitted (local waves) or not in a final state."""
+    states = _states(d)
+    return [t for t in d.tasks if not t.job_id or states.get(t.index, ("PENDING", ""))[0] not in TERMINAL]
+
+
+def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> None:
+    """Show progress per task until every task has ended (submitting local tasks in waves)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    pending_local = [t for t in d.tasks if not t.job_id]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console,
                   transient=False) as progress:
         bars = {t.index: progress.add_task(f"task {t.index} ({t.backend})", total=len(t.cases)) for t in d.tasks}
         while True:
-            records = _records(d)
+            mine = by_task(d, _records(d))
             states = _states(d)
             ended = 0
             for t in d.tasks:
                 state, _ = states.get(t.index, ("WAITING", ""))
                 ended += state in TERMINAL
-                progress.update(bars[t.index], completed=len(arrived(t, records)), description=f"task {t.index} {t.job_id or '-'} ({t.backend}) {state.lower()}")
-            if pending_local and sum(states.get(t.index, ("", ""))[0] == "RUNNING" for t in d.tasks) < d.options.array_parallelism:
-                nxt = pending_local.pop(0)
-                nxt.job_id, nxt.since = _executor(d).submit(run_task, task_spec(d, nxt)).job_id, now_utc()
+                done = len([k for k in mine.get(t.job_id or "", {}) if k in t.cases])
+                progress.update(bars[t.index], completed=done, description=f"task {t.index} {t.job_id or '-'} ({t.backend}) {state.lower()}")
+            running = sum(states.get(t.index, ("", ""))[0] == "RUNNING" for t in d.tasks)
+            waiting = [t for t in d.tasks if not t.job_id]
+            if d.options.executor == "local" and waiting and running < d.options.array_parallelism:
+                _submit_local(d, waiting[0])
                 d.save()
                 continue
             if ended == len(d.tasks):
-                return _records(d)
+                return
             time.sleep(poll_s)
 
 
-def finish(d: Dispatch, mode: Any, plan: Any) -> list[dict]:
-    """A failed record (kind `scheduler`, with the scheduler's state) for each case whose task ended
-    without writing it; returns the latest record per case of this dispatch."""
+def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
+    """A failed record for each case of a task that ended without its record (kind `scheduler` with
+    the scheduler's state; `crashed` when the task completed but wrote nothing for it), and for a case
+    the scheduler stopped mid-run (its own `interrupted` record is kept). Only a case's newest task
+    counts. Returns the current record of every case of this dispatch."""
     from gpuenv.measure.system import provenance
     from gpuenv.results.store import write_record
     from gpuenv.run.runner import Outcome, RecordContext, failure
 
     plan_items = {item.key: item for item in plan.items}
+    newest = {k: t for t in d.tasks for k in t.cases}  # the last task that ran each case
     records = _records(d)
+    mine = by_task(d, records)
     states = _states(d)
     base = provenance()
     for t in d.tasks:
         state, reason = states.get(t.index, ("UNKNOWN", "no state"))
-        here = arrived(t, records)
-        # a case the scheduler stopped mid-run wrote itself as interrupted (SIGTERM): say who stopped it
-        cut = [k for k in here if records[k]["status"] == "interrupted" and state not in ("COMPLETED", "FINISHED")]
-        missing = [k for k in t.cases if k not in here] + cut
-        if not missing:
-            continue
-        when = "while the case ran (its interrupted record is kept beside this one)" if cut else "before the case wrote its record"
-        err = _task_stderr(d, t)
-        where = {**base, "scheduler": {"scheduler": d.options.executor, "job_id": t.job_id, "state": state,
-                                       "container": d.options.container, "exclusive": d.options.exclusive}}
-        ctx = RecordContext(plan.suite, d.run_id, where)
-        for k in missing:
-            why = f"the scheduler ended task {t.index} ({t.job_id}) as {reason or state} " + (when if k in cut else "before the case wrote its record")
-            item = plan_items[k]
-            write_record(d.run_dir, mode.build_record(item, [Outcome(0, None, failure("scheduler", why, 0, err))], ctx))
-    return list(_records(d).values())
+        have = mine.get(t.job_id or "", {})
+        for k in t.cases:
+            if newest[k] is not t:
+                continue
+            rec = have.get(k)
+            completed = state in ("COMPLETED", "FINISHED") and "without a result" not in reason
+            if rec is not None and not (rec["status"] == "interrupted" and not completed):
+                continue
+            if k not in plan_items:
+                warn(f"{k}: no longer a case of suite '{plan.suite}' (the suite changed since the dispatch): no record written for it")
+                continue
+            if rec is not None:  # stopped mid-run: SIGTERM from the scheduler
+                kind, why = "scheduler", f"the scheduler ended task {t.index} ({t.job_id}) as {reason} while the case ran (its interrupted record is kept beside this one)"
+            elif completed:
+                kind, why = "crashed", f"task {t.index} ({t.job_id}) completed without writing this case's record (see its log below)"
+            else:
+                kind, why = "scheduler", f"the scheduler ended task {t.index} ({t.job_id}) as {reason} before the case wrote its record"
+            where = {**base, "scheduler": {**task_facts(d, t), "state": state}}
+            ctx = RecordContext(plan.suite, d.run_id, where)
+            write_record(d.run_dir, mode.build_record(plan_items[k], [Outcome(0, None, failure(kind, why, 0, _task_log(d, t)))], ctx))
+    cur = current(d, _records(d))
+    return [cur[k] for k in newest if k in cur]
 
 
-def _task_stderr(d: Dispatch, t: Task) -> str:
+def task_facts(d: Dispatch, t: Task) -> dict:
+    """where.scheduler of a record the submitting host writes for a task (scheduler_facts' keys)."""
+    return {"scheduler": d.options.executor, "job_id": t.job_id, "array_job_id": (t.job_id or "").split("_")[0] or None,
+            "array_task_id": int(t.job_id.split("_")[1]) if t.job_id and "_" in t.job_id else None,
+            "node": None, "partition": d.options.partition, "exclusive": d.options.exclusive,
+            "container": d.options.container, "image": image_ref(t.backend, d.options.image) if d.options.container != "none" else None}
+
+
+def _task_log(d: Dispatch, t: Task) -> str:
+    """The end of the task's log (submitit's stderr, then stdout)."""
     if not t.job_id:
         return ""
-    for p in sorted(d.folder.glob(f"{t.job_id}*_log.err")):
-        try:
-            return p.read_text(errors="replace")[-2000:]
-        except OSError:
-            return ""
-    return ""
+    text = ""
+    for suffix in ("err", "out"):
+        for p in sorted(d.folder.glob(f"{t.job_id}_*_log.{suffix}")):  # "1234_1_0_log.err", never 1234_10's
+            try:
+                text += p.read_text(errors="replace")[-1000:]
+            except OSError:
+                pass
+    return text[-2000:]
 
 
 def find_job(out: Path, job: str) -> Path:

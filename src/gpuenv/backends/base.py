@@ -66,6 +66,11 @@ def action_pool(space: ActionSpace, num_envs: int, steps: int, seed: int) -> np.
 
 ACTION_DISTRIBUTION = "uniform over the action space, pre-generated from the case seed, rotated per step"
 
+# An adapter's `open_without_resets` (the throughput suite's `step` phase) on a task whose episodes
+# end only at the time limit: the limit set this high, so no env resets inside a measurement.
+NO_TIME_LIMIT = 2**30
+NO_RESETS = f"none: time limit removed (max_episode_steps={NO_TIME_LIMIT}) on a task without termination"
+
 
 @dataclass
 class StepperFacts:

@@ -16,10 +16,18 @@ def cache_dir() -> Path:
 
 def worker_env() -> dict[str, str]:
     memory = {"XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")}
+    if os.environ.get("GPUENV_CPU_OK") == "1" and "JAX_PLATFORMS" not in os.environ and not _gpu_visible():
+        memory["JAX_PLATFORMS"] = "cpu"  # CPU fallback asked for: JAX's CUDA plugin is not even tried
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return memory
     d = cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a home this uid cannot write (HOME=/ for a uid without a passwd entry)
+        import tempfile
+
+        d = Path(tempfile.gettempdir()) / f"gpuenv-jax-{os.getuid()}"
+        d.mkdir(parents=True, exist_ok=True)
     return {
         **memory,
         "JAX_COMPILATION_CACHE_DIR": str(d),
@@ -27,3 +35,7 @@ def worker_env() -> dict[str, str]:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5"),
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": os.environ.get("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0"),
     }
+
+
+def _gpu_visible() -> bool:
+    return Path("/dev/nvidiactl").exists() or Path("/dev/nvidia0").exists()

@@ -108,11 +108,11 @@ def memory_rows(old: dict, new: dict, threshold: float) -> list[Row]:
         if not a or not b:
             continue
         r = stats.ratio([[v] for v in b], [[v] for v in a])
-        verdict = LESS if r.ci_high < 1 else (MORE if r.ci_low > 1 else SAME)
+        # one worker a side has no spread to tell a change from noise: no verdict then
+        verdict = SAME if min(len(a), len(b)) < 2 else LESS if r.ci_high < 1 else (MORE if r.ci_low > 1 else SAME)
         change = 1 / r.median - 1  # + = better (less memory)
         regressed = verdict == MORE and r.median - 1 > threshold
-        o = sorted(a)[len(a) // 2]
-        n = sorted(b)[len(b) // 2]
+        o, n = float(stats.upper_median(a) or 0.0), float(stats.upper_median(b) or 0.0)
         rows.append(Row(new["case_key"], f"{metric.name} {metric.unit}", o, n, r.median, r.ci_low, r.ci_high, verdict, change, regressed))
     return rows
 

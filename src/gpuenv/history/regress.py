@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from gpuenv.history.changepoints import ChangePoint
+from gpuenv.measure.stats import upper_median
 from gpuenv.modes import MEMORY_METRICS, Metric, of
 
 
@@ -30,9 +31,9 @@ def series_by_case(records: list[dict], by_version: str | None = None) -> dict[s
         key = f"{r['measurement_mode']}:{r['case_key']}@{r['workload_id'][:6]}"
         out.setdefault(key, []).append((of(r).headline(r).goodness(), r))
         for metric in MEMORY_METRICS:  # memory peaks have histories too, lower is better
-            vals = sorted(of(r).memory_values(r, metric))
-            if vals:
-                out.setdefault(f"{key} [{metric.name}]", []).append((1.0 / vals[len(vals) // 2], r))
+            mid = upper_median(of(r).memory_values(r, metric))
+            if mid:
+                out.setdefault(f"{key} [{metric.name}]", []).append((1.0 / mid, r))
     return out
 
 

@@ -14,6 +14,13 @@ import numpy as np
 WIDE_INTERVAL = 0.05  # warn when the 95% interval's half-width exceeds 5% of the median
 
 
+def upper_median(values) -> float | None:
+    """The middle value (the upper one of an even count) of the values that exist: a value some
+    process or seed really measured, never an average of two. None when none exists (absent, not 0)."""
+    vs = sorted(v for v in values if v is not None)
+    return vs[len(vs) // 2] if vs else None
+
+
 @dataclass(frozen=True)
 class Summary:
     median: float

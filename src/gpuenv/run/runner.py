@@ -29,6 +29,7 @@ from gpuenv.modes import Mode, Plan
 from gpuenv.registry import default_registry
 from gpuenv.results import schema
 from gpuenv.results.store import write_record
+from gpuenv.run.worker import PARTIAL
 
 STDERR_TAIL = 2000
 
@@ -146,6 +147,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
     err_path = workdir / f"stderr-{index}.txt"
     spec_path.write_text(json.dumps(spec))
     out_path.unlink(missing_ok=True)
+    Path(str(out_path) + PARTIAL).unlink(missing_ok=True)
     INTERRUPT.check()
     fail: dict | None = None
     with open(err_path, "wb") as err:
@@ -185,6 +187,15 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
             fail, result = failure(kind, f"worker killed by {_signal_name(rc)}", index), None
         elif rc != 0 or result is None:
             fail, result = failure("crashed", f"worker exited with code {rc} without a result", index), None
+    partial = Path(str(out_path) + PARTIAL)
+    if fail is not None and fail["kind"] in ("timeout", "crashed", "killed", "oom") and partial.exists():
+        try:  # the worker kept a result before it died: record that, marked incomplete, not nothing
+            kept = json.loads(partial.read_text())
+        except (ValueError, OSError):
+            kept = None
+        if isinstance(kept, dict) and kept.get("ok"):
+            result, fail = {**kept, "incomplete": f"{fail['kind']}: {fail['reason']}"}, None
+    partial.unlink(missing_ok=True)
     if fail is not None:
         fail["stderr_tail"] = tail
     _kill_group(proc)  # whatever the worker left behind (env subprocesses) goes with it

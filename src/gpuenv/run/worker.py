@@ -51,7 +51,23 @@ def limit_memory(mib: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (mib * 2**20, mib * 2**20))
 
 
+PARTIAL = ".partial"  # OUT + this: a result the worker already has, kept if it dies afterwards
+_partial_path: Path | None = None
+
+
+def checkpoint(result: dict) -> None:
+    """Keep `result` in case this worker dies (timeout, crash, MemoryError) after this point: the
+    runner then records it, marked `incomplete`, instead of losing it. A mode calls this before
+    optional extra work (the throughput phases)."""
+    if _partial_path is not None:
+        tmp = Path(str(_partial_path) + ".tmp")
+        tmp.write_text(json.dumps(result))
+        tmp.replace(_partial_path)
+
+
 def main(spec_path: str, out_path: str) -> int:
+    global _partial_path
+    _partial_path = Path(out_path + PARTIAL)
     spec = json.loads(Path(spec_path).read_text())
     limit = int(spec.get("memory_limit_mib") or 0)
     try:

@@ -2,7 +2,8 @@
 
 Registered by the tests (tests/conftest.py puts tests/plugins on PYTHONPATH and names this module in
 GPUENV_PLUGINS, so worker processes find it too). Variants: ok | raise | segfault | hang | exit |
-unsupported | oom | alloc (64 MiB per env at build). Hidden from `gpuenv list` and never auto-selected. Its native trainer `fake` follows a
+unsupported | oom | alloc (64 MiB per env at build) | phasehang (measures as ok; its resets-suppressed
+phase, on halfcheetah, hangs). Hidden from `gpuenv list` and never auto-selected. Its native trainer `fake` follows a
 scripted learning curve (hyperparameters reach_at_eval, diverge_at_eval, sleep_s, returns).
 """
 
@@ -15,11 +16,12 @@ BACKEND = Backend(
     adapter="gpuenv_fake.adapter",
     requires=(),
     extra="test",
-    variants=("ok", "raise", "segfault", "hang", "exit", "unsupported", "oom", "alloc"),
+    variants=("ok", "raise", "segfault", "hang", "exit", "unsupported", "oom", "alloc", "phasehang"),
     description="test-only backend that behaves or fails on purpose",
     hidden=True,
     tasks={
         "cartpole": NativeTask("fake-cartpole", 0.02, 1, 0.02, 500, (4,), "discrete", 2, "test-only", max_return=500.0),
+        "halfcheetah": NativeTask("fake-halfcheetah", 0.05, 5, 0.01, 1000, (17,), "discrete", 2, "test-only"),
         "pong": NativeTask("fake-pong", None, 4, None, 27000, (4, 84, 84), "discrete", 6, unsupported="fake has no pixels"),
     },
     trainers=(

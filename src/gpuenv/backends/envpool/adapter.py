@@ -25,11 +25,9 @@ else:
     import envpool
 
 from gpuenv.backends._common import action_space_of, flat_obs_shape  # noqa: E402 - after the guarded envpool import
-from gpuenv.backends.base import Case, StepperFacts  # noqa: E402
+from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts  # noqa: E402
 from gpuenv.backends.spec import NativeTask  # noqa: E402
 
-NO_TIME_LIMIT = 2**30  # agent steps: no episode of a time-limit-only task ends in a measurement
-NO_RESETS = f"none: time limit removed (max_episode_steps={NO_TIME_LIMIT}) on a task without termination"
 RESET_MODE = "next-step reset in C++: the step after an episode ends ignores its action and returns the reset obs"
 
 

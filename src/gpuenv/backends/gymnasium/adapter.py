@@ -13,15 +13,12 @@ import gymnasium as gym
 import numpy as np
 
 from gpuenv.backends._common import action_space_of, flat_obs_shape
-from gpuenv.backends.base import Case, StepperFacts
+from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
 
 # SB3 defaults to forkserver; fork starts 64 env processes in a fraction of the time and steps the
 # same. Startup is recorded apart from steady state either way, and the method is recorded.
 START_METHOD = "fork"
-
-
-NO_TIME_LIMIT = 2**30  # agent steps: no episode of a time-limit-only task ends in a measurement
 
 
 def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
@@ -75,7 +72,7 @@ class GymnasiumStepper:
         else:
             raise ValueError(f"unknown gymnasium variant {case.variant!r}")
         if no_time_limit:
-            reset_mode = f"none: time limit removed (max_episode_steps={NO_TIME_LIMIT}) on a task without termination"
+            reset_mode = NO_RESETS
         self._sb3 = case.variant != "sync"
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps

@@ -29,17 +29,16 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
         warnings.append("calibration ended on a one-off slow call and was redone (late recompile?)")
     compile_cold = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "miss"]
     compile_warm = [r["phases_s"]["compile"] for r in results if r["compile_cache"] == "hit"]
-    startup = sorted(r["startup_s"] for r in results)
     bottlenecks = [r["resources"].get("bottleneck") for r in results]
-    host = median_of(r["resources"].get("memory", {}).get("tree_pss_peak_mib") for r in results)
-    device = median_of(r["resources"].get("memory", {}).get("device_peak_mib") for r in results)
+    host = stats.upper_median(r["resources"].get("memory", {}).get("tree_pss_peak_mib") for r in results)
+    device = stats.upper_median(r["resources"].get("memory", {}).get("device_peak_mib") for r in results)
     return {
         **energy_per_m_steps(results),
         "env_steps_per_s": s.to_dict(),
         "frames_per_s_median": s.median * frame_skip,
         "physics_steps_per_s_median": s.median * frame_skip if has_physics else None,
-        "startup_s_median": startup[len(startup) // 2],
-        "compile_s_median": sorted(r["phases_s"]["compile"] for r in results)[len(results) // 2],
+        "startup_s_median": stats.upper_median(r["startup_s"] for r in results),
+        "compile_s_median": stats.upper_median(r["phases_s"]["compile"] for r in results),
         "compile_s_cold": compile_cold,
         "compile_s_warm": compile_warm,
         "cpu_percent_mean": [r["resources"].get("cpu_percent_mean") for r in results],
@@ -55,14 +54,19 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
 
 def summarize_phases(results: list[dict], main_groups: list[list[float]], main: stats.Summary,
                      episode_steps: int | None) -> dict:
-    """Per extra phase: its rate over the processes with its ratio to the case's own figure, or the
-    first process's reason for having none."""
+    """Per extra phase: its rate over the processes with its ratio to the case's own figure (both
+    bootstrapped over all the case's processes), or the first process's reason for having none."""
     from gpuenv.modes.throughput.phases import EXTRA
 
     out: dict = {}
     for name in EXTRA:
-        per = [r.get("phases", {}).get(name) for r in results]
-        per = [p for p in per if p is not None]
+        per = []
+        for r in results:
+            p = r.get("phases", {}).get(name)
+            if p is not None and p.get("failed") and r.get("incomplete"):  # the worker died in the phases
+                p = {**p, "failed": f"{p['failed']} ({r['incomplete']})"}
+            if p is not None:
+                per.append(p)
         if not per:
             continue
         measured = [p for p in per if p.get("env_steps_per_s")]
@@ -71,11 +75,11 @@ def summarize_phases(results: list[dict], main_groups: list[list[float]], main: 
             continue
         groups = [p["env_steps_per_s"] for p in measured]
         s = stats.summarize(groups)
-        r = stats.ratio(groups, main_groups)
+        vs = stats.ratio(groups, main_groups)
         first = measured[0]
         entry = {
             "env_steps_per_s": s.to_dict(),
-            "vs_step_reset": {"median": r.median, "ci_low": r.ci_low, "ci_high": r.ci_high},
+            "vs_step_reset": {"median": vs.median, "ci_low": vs.ci_low, "ci_high": vs.ci_high},
             "how": first["how"],
             "chunk_steps": first["chunk_steps"],
             "warmups": first["warmups"],
@@ -90,12 +94,6 @@ def summarize_phases(results: list[dict], main_groups: list[list[float]], main: 
     return out
 
 
-def median_of(values) -> float | None:
-    """The median of the values that exist (upper middle); None when none does."""
-    vs = sorted(v for v in values if v)
-    return vs[len(vs) // 2] if vs else None
-
-
 def energy_per_m_steps(results: list[dict]) -> dict:
     """Joules per million env steps of the timed values, median over processes; null where the
     machine has no counter (never zero)."""
@@ -107,8 +105,8 @@ def energy_per_m_steps(results: list[dict]) -> dict:
             steps = r["steps_per_value"] * len(r["value_s"])
             if j is not None and steps:
                 per.append(j / steps * 1e6)
-        per.sort()
-        out[f"{side}_j_per_m_steps"] = round(per[len(per) // 2], 3) if per else None
+        mid = stats.upper_median(per)
+        out[f"{side}_j_per_m_steps"] = None if mid is None else round(mid, 3)
     return out
 
 

@@ -9,7 +9,8 @@ with the same protocol (gpuenv.measure.timing: compile chunk, calibration, warm-
               (VecMonitor, VecNormalize where the definition normalises): the adapter's copies,
               info dicts and reset handling, with random actions
   inference   + the shared PPO policy's forward pass every step (batch = num_envs) on the policy's
-              device, its sampled actions stepping the env, as SB3 collects a rollout
+              device, its sampled actions stepping the env (SB3's rollout step without the rollout
+              buffer, callbacks and value bootstrap of truncated episodes: those are in `update`)
   update      + learning: SB3 PPO.learn, one PPO update (n_epochs of minibatches) per rollout of
               n_steps per env; one chunk is one rollout and its update
 
@@ -38,8 +39,8 @@ SHARED_PPO_SUITE = "ppo"  # the suite whose sb3 case of a task is the shared PPO
 HEADERS = {"step": "step", "step+reset": "step+reset", "vecenv": "vecenv", "inference": "+inference", "update": "+update"}
 LEGEND = (
     "step: resets suppressed (time limit removed, task without termination); step+reset: the case itself; "
-    "vecenv: through the shared PPO trainer's VecEnv stack, random actions; +inference: the shared policy "
-    "picks every action; +update: SB3 PPO.learn, one update per rollout; reset us/env: the wall-clock "
+    "vecenv: through the shared PPO trainer's VecEnv stack, random actions; +inference: the shared policy's "
+    "forward pass picks every action; +update: SB3 PPO.learn (rollout buffer, value bootstrap and one update per rollout); reset us/env: the wall-clock "
     "microseconds one env's reset adds, amortised over the batch"
 )
 
@@ -72,6 +73,11 @@ def shared_definition(task: str, backend: str, variant: str) -> tuple[dict, str]
         return None
     c = cases[0]
     return dict(c.hyperparams), f"suites/{SHARED_PPO_SUITE}.toml case {c.key}"
+
+
+def not_finished(phases: dict) -> dict:
+    """What a worker's kept result says of its phases until they are done (run.worker.checkpoint)."""
+    return {name: {"failed": "the worker ended before this phase finished"} for name in phases["names"]}
 
 
 def spec_for(case: Case, names: tuple[str, ...]) -> dict:
@@ -175,7 +181,7 @@ def measure_phases(
     from gpuenv.tasks import TASKS
 
     out: dict[str, dict] = {}
-    policy: _Policy | Absent | None = None
+    policy: _Policy | Exception | None = None  # built once; an error building it is kept, not retried
     pool = action_pool(action_space, case.num_envs, case.action_pool_steps, case.seed)
     for name in phases["names"]:
         try:
@@ -195,9 +201,9 @@ def measure_phases(
                 if policy is None:
                     try:
                         policy = _Policy(case, native, phases.get("ppo"))
-                    except Absent as e:
+                    except Exception as e:  # noqa: BLE001 - the same reason for every policy phase
                         policy = e
-                if isinstance(policy, Absent):
+                if isinstance(policy, Exception):
                     raise policy
                 details = policy.details
                 if name == "update":
@@ -217,9 +223,11 @@ def measure_phases(
                     else:
                         stepper = _Steps(policy.venv, chunk, _policy_act(policy), policy.sync)
                         how = f"the shared {details['policy']}'s forward pass per step (batch {case.num_envs}) on {policy.model.device.type}, sampled actions"
-            m = measure_throughput(stepper, num_envs=case.num_envs, chunk_steps=chunk, settings=run_settings, clock=clock)
-            if name == "step":
-                stepper.close()  # its own env (processes, threads): not left running beside the next phase
+            try:
+                m = measure_throughput(stepper, num_envs=case.num_envs, chunk_steps=chunk, settings=run_settings, clock=clock)
+            finally:
+                if name == "step":
+                    stepper.close()  # its own env (processes, threads): not left running beside the next phase
             out[name] = {
                 "env_steps_per_s": m.env_steps_per_s,
                 "how": how,

@@ -89,7 +89,7 @@ class PhaseSummary(Model):
     """One phase measured apart (gpuenv.modes.throughput.phases): its rate, or why it has none."""
 
     env_steps_per_s: RateInterval | None = None
-    vs_step_reset: Ratio | None = None  # this phase's rate / the case's own (step+reset), same processes
+    vs_step_reset: Ratio | None = None  # this phase's rate / the case's own (step+reset), over the same processes
     how: Str | None = None
     chunk_steps: PosInt | None = None
     warmups: NonNegInt | None = None

@@ -53,13 +53,8 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
     )
     facts = stepper.facts
     cache = facts.details.pop("compile_cache", "n/a")
-    phases = {}
-    if spec.get("phases"):
-        from gpuenv.modes.throughput.phases import measure_phases
-
-        stepper.close()  # the phases build their own envs; this one's threads and processes go first
-        phases = measure_phases(spec["phases"], adapter, case, native, facts.action_space, settings, clock)
-    return {
+    resources = monitor.samples.summary()  # of the timed values above, before any phase runs
+    result = {
         "ok": True,
         "pid": os.getpid(),
         "facts": {
@@ -80,6 +75,15 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
         "value_s": m.value_s,
         "recalibrated": m.recalibrated,
         "env_steps_per_s": m.env_steps_per_s,
-        "resources": monitor.samples.summary(),
-        "phases": phases,
+        "resources": resources,
+        "phases": {},
     }
+    if spec.get("phases"):
+        from gpuenv.modes.throughput.phases import measure_phases, not_finished
+        from gpuenv.run.worker import checkpoint
+
+        # The case's own figure is kept whatever the phases do (a hang, a native crash, MemoryError).
+        checkpoint({**result, "phases": not_finished(spec["phases"])})
+        stepper.close()  # the phases build their own envs; this one's threads and processes go first
+        result["phases"] = measure_phases(spec["phases"], adapter, case, native, facts.action_space, settings, clock)
+    return result

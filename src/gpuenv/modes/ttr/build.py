@@ -22,10 +22,8 @@ VALUE_KEYS = ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_
 def memory_summary(memories: list[dict], num_envs: int) -> dict:
     """Median over seeds of each run's host (PSS of the process tree) and device peaks; null where
     nothing measured them (older records, JAX on a CPU), never zero."""
-    from gpuenv.modes.throughput.build import median_of
-
-    host = median_of(m.get("tree_pss_peak_mib") for m in memories)
-    device = median_of(m.get("device_peak_mib") for m in memories)
+    host = stats.upper_median(m.get("tree_pss_peak_mib") for m in memories)
+    device = stats.upper_median(m.get("device_peak_mib") for m in memories)
     return {
         "host_memory_mib": host,
         "host_memory_mib_per_env": round(host / num_envs, 2) if host else None,
@@ -52,8 +50,7 @@ def summarize_runs(runs: list[dict], run_spec: RunSpec, num_envs: int = 1) -> di
         for key in VALUE_KEYS:
             out[key] = stats.aggregate([r[key] for r in done]).to_dict()
         for key in ("startup_s", "compile_s", "eval_s"):
-            vals = sorted(r[key] for r in done)
-            out[f"{key}_median"] = vals[len(vals) // 2]
+            out[f"{key}_median"] = stats.upper_median(r[key] for r in done)
         out.update(memory_summary([r.get("memory") or {} for r in done], num_envs))
     if len(done) > len(reached):
         out["warnings"].append(

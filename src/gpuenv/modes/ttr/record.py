@@ -123,8 +123,14 @@ RECORD = TtrRecord
 
 
 def workload(record: dict) -> dict:
-    """What was measured: the whole case (trainer, budget, hyperparameters) and the catalogue's physics."""
-    return {"case": record["case"], "catalogue": catalogue_workload(record["what"]["catalogue"])}
+    """What was measured: the whole case (trainer, budget, hyperparameters) and the catalogue's physics;
+    a policy trained on a GPU is a workload of its own (records before that choice existed trained
+    on the CPU, and keep their workload id)."""
+    out = {"case": record["case"], "catalogue": catalogue_workload(record["what"]["catalogue"])}
+    device = (record["what"].get("details") or {}).get("policy_device")
+    if device not in (None, "cpu"):
+        out["policy_device"] = device
+    return out
 
 
 def migrate_v1(record: dict) -> dict:

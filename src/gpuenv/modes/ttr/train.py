@@ -86,15 +86,15 @@ class Progress:
         evaluation time up to that moment."""
         if not math.isfinite(eval_return):
             raise Diverged(f"evaluation return is {eval_return} at {env_steps} env steps")
-        # Reading every process's smaps is the harness's time, not training's: part of the evaluation.
-        self.sample_memory()
-        now = self.clock()
-        eval_s += now - eval_end
-        eval_end = now
         compile_s = self.compile_total()
         wall = eval_end - self.t0
         self.eval_s += eval_s
         train_s = wall - self.startup_s - compile_s - self.eval_s
+        # Reading every process's smaps (after this evaluation's end) is the harness's time, not the
+        # run's: the run's clock start moves on by it, so no later wall or train time includes it.
+        t = self.clock()
+        self.sample_memory()
+        self.t0 += self.clock() - t
         steps0, train0 = self._last
         fps = (env_steps - steps0) / (train_s - train0) if train_s > train0 else None
         self._last = (env_steps, train_s)
