@@ -6,7 +6,7 @@ GPUENV := $(BIN)/gpuenv
 STAMP := $(VENV)/.installed
 BAKE := docker buildx bake -f docker/docker-bake.json
 
-.PHONY: install bench bench-overhead bench-pytest test test-fast lint schema smoke ppo-smoke list info doctor clean images locks
+.PHONY: install bench bench-overhead bench-pytest test test-images-gpu test-fast lint schema smoke ppo-smoke list info doctor clean images locks
 
 # torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
 $(STAMP): pyproject.toml
@@ -89,6 +89,11 @@ test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 ## Unit tests only (no simulator runs).
+## The GPU images (brax, mjx) built and run on this machine without a GPU: refusal, CPU fallback, one
+## CUDA stack for JAX and torch. About 9 GB of wheels per image; CI runs it after `make test`.
+test-images-gpu: $(STAMP)
+	GPUENV_TEST_GPU_IMAGES=1 $(BIN)/python -m pytest -q tests/gpu_images $(PYTEST_ARGS)
+
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not backend" $(PYTEST_ARGS)
 

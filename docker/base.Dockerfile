@@ -16,10 +16,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/opt/gpuenv/src \
     GPUENV_SUITES_DIR=/opt/gpuenv/suites \
-    GPUENV_BASE_IMAGE=${PYTHON_BASE}
+    GPUENV_BASE_IMAGE=${PYTHON_BASE} \
+    HOME=/home/gpuenv
 
 # gpuenv runs from its source tree (no pip install of itself, so every pip install is from a lock).
-# The home is writable by any uid: CI runners and `docker run --user` pass their own.
+# The home is writable by any uid, and HOME points there whatever the uid (CI runners and `docker run
+# --user` pass their own, which /etc/passwd does not know: Docker would set HOME=/).
 COPY docker/gpuenv-entrypoint.sh /usr/local/bin/gpuenv
 RUN python3 -m venv /opt/venv \
     && chmod 0755 /usr/local/bin/gpuenv \

@@ -1,4 +1,4 @@
-# gpuenv/brax: Brax on JAX's CUDA 12 wheels, Brax PPO, Stable-Baselines3.
+# gpuenv/brax: Brax on JAX's CUDA 13 wheels, Brax PPO, Stable-Baselines3.
 # Build: gpuenv images build brax. Run: docker run --rm --gpus all gpuenv/brax bench
 # BASE is gpuenv/base (docker/base.Dockerfile, itself pinned by tag and digest), built first.
 ARG BASE=gpuenv/base:latest
@@ -9,22 +9,23 @@ ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
 ARG GPUENV_VERSION=unknown
-ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# torch is PyPI's CUDA 13 build, locked with JAX's CUDA 13 wheels: no extra index.
+ARG TORCH_INDEX=""
 # `make image-brax BRAX_VERSION=...` (etc.) builds from a version lock instead, and tags its records.
 ARG LOCK=docker/locks/brax.txt
 ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
       org.gpuenv.backend="brax"
 
-# Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
+# Every package from the hash-locked lock file (make locks): JAX's CUDA 13 plugin and torch's CUDA 13
+# build resolved together, so both load the same nvidia-cudnn-cu13 (one cuDNN in the process; the
+# shared PPO policy trains on the GPU, `policy_device` in the records).
 COPY ${LOCK} /opt/gpuenv/lock.txt
-# The CPU torch wheel comes from TORCH_INDEX, or from wheels in docker/wheels/ (the build command
-# fills it where the host has them; TORCH_INDEX is then empty: no retries against an unreachable index).
 # A host CA bundle, where registry access needs one, comes as the build secret `pipcert`.
-RUN --mount=type=bind,source=docker/wheels,target=/wheels \
-    --mount=type=secret,id=pipcert \
+# (No local wheel directory here: a host's CPU torch wheel would satisfy ==2.13.0 and fail the hash.)
+RUN --mount=type=secret,id=pipcert \
     if [ -f /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi; \
-    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --find-links /wheels \
+    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: \
       ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -r /opt/gpuenv/lock.txt
 
 COPY pyproject.toml /opt/gpuenv/

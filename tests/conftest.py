@@ -64,3 +64,15 @@ backends = [{backends}]
 tasks = ["{task}"]
 num_envs = {num_envs}
 """ + matrix_extra)
+
+
+def build_images(names: tuple[str, ...], timeout: float = 3600) -> dict[str, str]:
+    """`gpuenv images build NAMES` for real; the image id of each gpuenv/<name>:latest."""
+    r = run_cli("images", "build", *names, timeout=timeout)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    ids = {}
+    for b in names:
+        out = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", f"gpuenv/{b}:latest"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        ids[b] = out.stdout.strip()
+    return ids

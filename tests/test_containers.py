@@ -18,6 +18,7 @@ from conftest import ROOT
 from dockerfile_parse import DockerfileParser
 
 from gpuenv.images import BASE_TAG, CUDA_MIN_DRIVER, bake, bake_text, base_of, images, locked_versions, pinned_base
+from gpuenv.results.schema import load
 
 IMAGES = images()
 
@@ -143,7 +144,7 @@ def test_bake_file_is_generated_from_the_image_table():
         for pkg, version in locked_versions(img).items():
             if f"org.gpuenv.version.{pkg}" in t["labels"]:
                 assert t["labels"][f"org.gpuenv.version.{pkg}"] == version
-    assert IMAGES["brax"].min_driver == CUDA_MIN_DRIVER["12"]
+    assert IMAGES["brax"].min_driver == CUDA_MIN_DRIVER["13"]  # CUDA 13: JAX and torch on one nvidia-* set
 
 
 def test_workflow_lints_on_pull_requests_and_pushes_images_on_main_and_tags():
@@ -189,8 +190,8 @@ def test_doctor_without_gpu_is_one_clear_line_and_nonzero(cli, tmp_path):
 def test_doctor_names_the_driver_to_upgrade_to(cli, tmp_path):
     r = cli("doctor", env={**fake_smi(tmp_path, "470.82.01"), "GPUENV_IMAGE": "brax"})
     assert r.returncode == 2
-    assert "driver 470.82.01 is older than 525.60.13, the minimum for image gpuenv/brax" in r.stderr
-    assert "upgrade the host driver to >= 525.60.13" in r.stderr
+    assert "driver 470.82.01 is older than 580.65.06, the minimum for image gpuenv/brax" in r.stderr
+    assert "upgrade the host driver to >= 580.65.06" in r.stderr
 
 
 def test_doctor_catches_jax_falling_back_to_cpu(cli, tmp_path):
@@ -224,7 +225,7 @@ def test_bench_image_without_docker_says_so_in_one_line(cli, tmp_path):
 def test_images_table_shows_base_cuda_and_min_driver(cli):
     r = cli("images")
     assert r.returncode == 0
-    assert "nvcr.io/nvidia/isaac-lab:2.3.2" in r.stdout and "525.60.13" in r.stdout
+    assert "nvcr.io/nvidia/isaac-lab:2.3.2" in r.stdout and "580.65.06" in r.stdout
 
 
 def test_image_with_pinned_library_version_gets_its_own_lock_and_tag(cli):
@@ -238,3 +239,40 @@ def test_image_with_pinned_library_version_gets_its_own_lock_and_tag(cli):
     assert "--build-arg VERSION_SET=brax==0.13.0" in r.stdout and "-t gpuenv/brax:brax-0.13.0" in r.stdout
     bad = cli("images", "--build", "brax", "--pin", "brax>=0.13")
     assert bad.returncode == 2 and "write PACKAGE==VERSION" in bad.stderr
+
+
+def test_a_gpu_image_without_a_gpu_refuses_in_one_line_naming_the_override(cli, tmp_path):
+    """What `docker run gpuenv/brax bench` does on a machine without a GPU (the image's environment,
+    without the image): one line, no traceback, and the one variable that overrides it."""
+    env = {**no_gpu_env(tmp_path), "GPUENV_IMAGE": "brax", "GPUENV_REQUIRE_GPU": "1"}
+    for args in (["bench", "--suite", "smoke", "--backend", "brax"], ["doctor"]):
+        r = cli(*args, env=env)
+        assert r.returncode == 2, r.stdout + r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr
+        assert "no NVIDIA GPU visible" in lines[0] and "GPUENV_CPU_OK=1" in lines[0] and "GPUENV_REQUIRE_GPU=1" in lines[0]
+
+
+def test_a_gpu_image_with_the_override_measures_on_the_cpu_and_says_so(cli, tmp_path):
+    pytest.importorskip("brax", reason="needs brax (the cpu extra)")
+    env = {**no_gpu_env(tmp_path), "GPUENV_IMAGE": "brax", "GPUENV_REQUIRE_GPU": "1", "GPUENV_CPU_OK": "1"}
+    r = cli("bench", "--suite", "smoke", "--backend", "brax", "--out", str(tmp_path / "o"), env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (rec,) = [load(p) for p in (tmp_path / "o").rglob("*.json")]
+    assert rec["status"] == "ok" and rec["what"]["device"] == "cpu"
+    assert rec["what"]["details"]["cpu_fallback"] == "GPUENV_CPU_OK=1: a GPU image run on the CPU"
+    assert rec["where"]["env"]["GPUENV_CPU_OK"] == "1" and rec["where"]["env"]["GPUENV_REQUIRE_GPU"] == "1"
+
+
+@pytest.mark.parametrize("backend", ["brax", "mjx"])
+def test_gpu_image_locks_hold_one_cuda_stack_for_jax_and_torch(backend):
+    """JAX's CUDA plugin and a CUDA torch in one environment: one set of nvidia-* wheels (one cuDNN
+    that both were resolved against), never a CUDA 12 set beside a CUDA 13 one."""
+    text = (ROOT / "docker" / "locks" / f"{backend}.txt").read_text()
+    pins = dict(line.split(" ")[0].split("==") for line in text.splitlines() if "==" in line and not line.startswith((" ", "#")))
+    assert pins["torch"] == "2.13.0" and pins["jax-cuda13-plugin"] == pins["jax"]
+    assert not [p for p in pins if p.endswith("-cu12") or p.startswith("jax-cuda12")], "a CUDA 12 wheel beside CUDA 13"
+    lines = text.split("nvidia-cudnn-cu13==", 1)[1].splitlines()[1:]
+    via = " ".join(ln for ln in lines[: next(i for i, ln in enumerate(lines) if not ln.startswith(" "))] if "#" in ln)
+    assert "jax-cuda13-plugin" in via and "torch" in via, via  # both resolved against the same cuDNN
+    assert IMAGES[backend].torch_constraint == ["torch==2.13.0"] and IMAGES["envpool"].torch_constraint == ["torch==2.13.0+cpu"]

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, build_images
 
 from gpuenv.results.schema import load
 
@@ -28,14 +28,7 @@ CPU_IMAGES = ("gymnasium", "envpool", "godot")
 @pytest.fixture(scope="module")
 def built() -> dict[str, str]:
     """gpuenv/<b>:latest for the CPU images, built here; image ids by backend."""
-    r = run_cli("images", "build", *CPU_IMAGES, timeout=3600)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    ids = {}
-    for b in CPU_IMAGES:
-        out = subprocess.run([DOCKER, "image", "inspect", "--format", "{{.Id}}", f"gpuenv/{b}:latest"], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        ids[b] = out.stdout.strip()
-    return ids
+    return build_images(CPU_IMAGES)
 
 
 @pytest.mark.parametrize("backend", CPU_IMAGES)

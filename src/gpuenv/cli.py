@@ -71,16 +71,16 @@ def bench(
     run_id_opt: Annotated[str | None, typer.Option("--run-id", help="write into this run (OUT/<run id>/, made if new) instead of a new one")] = None,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
-    from gpuenv.doctor import failures, in_gpu_image, run_checks
+    from gpuenv.doctor import CPU_FALLBACK_HINT, cpu_ok, failures, in_gpu_image, run_checks
     from gpuenv.report.table import footnotes, tables
     from gpuenv.results.store import new_run_id, prepare_dir
     from gpuenv.run.runner import INTERRUPT, RunStopped, run_plan
     from gpuenv.suites import load_any
 
     if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
-        bad = failures(run_checks(), cpu_ok=os.environ.get("GPUENV_CPU_OK") == "1")
+        bad = failures(run_checks(), cpu_ok=cpu_ok())
         if bad:
-            raise UserError(f"{bad[0].message} (`gpuenv doctor` shows every check; GPUENV_CPU_OK=1 runs on CPU)")
+            raise UserError(f"{bad[0].message}; {CPU_FALLBACK_HINT}; `gpuenv doctor` shows every check")
     registry = default_registry()
     for selector in backend or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason()
@@ -348,8 +348,10 @@ def doctor(
     cpu_ok: Annotated[bool, typer.Option("--cpu-ok", help="a machine without a GPU passes (CPU backends only)")] = False,
 ) -> None:
     """Check the GPU, driver (against the image's minimum), JAX's backend, torch's CUDA, Isaac Sim's Vulkan."""
-    from gpuenv.doctor import failures, run_checks
+    from gpuenv.doctor import CPU_FALLBACK_HINT, failures, in_gpu_image, run_checks
+    from gpuenv.doctor import cpu_ok as cpu_ok_env
 
+    cpu_ok = cpu_ok or cpu_ok_env()
     checks = run_checks()
     colour = {"ok": "green", "fail": "red", "skip": "dim"}
     for c in checks:
@@ -357,8 +359,9 @@ def doctor(
         console.print(f"[{colour[status]}]{status:4}[/] {c.name:7} {c.message}", highlight=False)
     bad = failures(checks, cpu_ok)
     if bad:
-        for c in bad:
-            err_console.print(f"error: {c.message}", highlight=False, soft_wrap=True, markup=False)
+        for c in bad:  # in a GPU image, no GPU: the one line also says how to measure on the CPU instead
+            hint = f"; {CPU_FALLBACK_HINT}" if c.name == "gpu" and in_gpu_image() else ""
+            err_console.print(f"error: {c.message}{hint}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(EXIT_USER_ERROR)
     if cpu_ok and any(c.name == "gpu" and c.status == "fail" for c in checks):
         console.print("no GPU here: fine for the CPU backends (--cpu-ok)")

@@ -21,6 +21,18 @@ TOOLKIT_FIX = (
 )
 
 
+# One variable overrides a GPU image's refusal to run without a GPU (doctor's GPU check and
+# GPUENV_REQUIRE_GPU=1, which the GPU images set); records then carry details.cpu_fallback.
+CPU_FALLBACK_HINT = (
+    "to measure on the CPU instead set GPUENV_CPU_OK=1 (docker run -e GPUENV_CPU_OK=1 ...; it lifts this "
+    "image's GPUENV_REQUIRE_GPU=1 too, and records are marked cpu_fallback)"
+)
+
+
+def cpu_ok() -> bool:
+    return os.environ.get("GPUENV_CPU_OK") == "1"
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -84,6 +96,8 @@ def check_driver(gpus: list[dict]) -> Check:
 def check_jax(gpus: list[dict]) -> Check:
     if importlib.util.find_spec("jax") is None:
         return Check("jax", "skip", "jax not installed")
+    if not gpus:  # importing JAX's CUDA plugin without a GPU only prints its cuInit traceback
+        return Check("jax", "skip", "no GPU: JAX not started (it would run on the CPU)")
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -91,14 +105,12 @@ def check_jax(gpus: list[dict]) -> Check:
         import jax
 
         backend = jax.default_backend()
-    if not gpus:
-        return Check("jax", "skip", f"no GPU; JAX {jax.__version__} runs on '{backend}'")
     if backend != "gpu":
         hint = next((str(w.message).splitlines()[0] for w in caught if "CUDA" in str(w.message) or "GPU" in str(w.message)), "")
         return Check(
             "jax", "fail",
             f"JAX {jax.__version__} fell back to '{backend}' although a GPU is visible"
-            f"{f' ({hint})' if hint else ''}: install jax[cuda12] matching jax (or use the gpuenv image), "
+            f"{f' ({hint})' if hint else ''}: install jax[cuda12] or jax[cuda13] matching jax and the driver (or use the gpuenv image), "
             "and check the driver line above",
         )
     return Check("jax", "ok", f"JAX {jax.__version__} on {jax.devices()[0].device_kind}")

@@ -27,7 +27,8 @@ DOCKER = ROOT / "docker"
 LOCKS = DOCKER / "locks"
 PYTHON = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"  # the wheels' platform for every image (linux/amd64)
-TORCH_CPU = "torch==2.13.0+cpu"  # SB3 trains on the CPU in every image; the CUDA build would add GBs
+TORCH_CPU = "torch==2.13.0+cpu"  # SB3 trains on the CPU in the CPU images; the CUDA build would add GBs
+TORCH_CUDA = "torch==2.13.0"  # PyPI's build (CUDA 13) in the GPU images, locked with JAX's CUDA 13 wheels
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 # Minimum Linux driver per CUDA major version, for the CUDA the image's libraries were built with
@@ -64,6 +65,14 @@ class Image:
     @property
     def tag(self) -> str:
         return f"gpuenv/{self.backend}"
+
+    @property
+    def torch_constraint(self) -> list[str]:
+        """The torch build its lock is resolved with: the CPU wheel, PyPI's CUDA 13 build beside JAX's
+        CUDA 13 wheels, or none (an image whose base provides torch, Isaac Sim's)."""
+        if self.torch_cpu:
+            return [TORCH_CPU]
+        return [TORCH_CUDA] if "cuda13" in self.extras else []
 
 
 def images() -> dict[str, Image]:
@@ -182,7 +191,7 @@ def _no_deps_lock(pins: tuple[str, ...]) -> str:
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise UserError(f"uv could not lock {', '.join(pins)} without dependencies: {(r.stderr or r.stdout).strip()[-200:]}")
-        return "# locked without their dependencies (installed with --no-deps like everything here):\n" + out.read_text()
+        return "# locked without their dependencies (installed with --no-deps like everything here):\n" + out.read_text().replace(str(req), "nodeps.in")
 
 
 def version_lock(image: Image, pins: list[str]) -> Path:
@@ -202,7 +211,7 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             constraints = Path(tmp) / "constraints.txt"
-            constraints.write_text("".join(f"{c}\n" for c in ([TORCH_CPU] if img.torch_cpu else []) + list(pins or [])))
+            constraints.write_text("".join(f"{c}\n" for c in [*img.torch_constraint, *(pins or [])]))
             cmd = lock_command(img, out) + ["-c", str(constraints)]
             if img.torch_cpu:  # the CPU wheel: from a local wheel directory where there is one, else PyTorch's index
                 wheels = Path("/opt/wheels")
@@ -213,7 +222,7 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
 
                 last = (r.stderr or r.stdout).strip().splitlines()
                 raise UserError(f"uv could not lock gpuenv/{img.backend}: {last[-1] if last else 'no output'} (is uv installed? `make locks` installs it)")
-        text = out.read_text()
+            text = out.read_text().replace(str(constraints), "constraints")  # no temp path: a regenerated lock only differs where packages do
         if img.no_deps:  # e.g. godot-rl: its client only, its dependency pins ignored (pip runs --no-deps)
             text += _no_deps_lock(img.no_deps)
         head = (
@@ -398,7 +407,7 @@ def build_commands(names: list[str], docker: str, base: str, pins: list[str] | N
         tags = [f"{img.tag}:latest"]
         if img.base_target:
             args["BASE"] = BASE_TAG
-        if local_wheels:
+        if local_wheels or not img.torch_cpu:  # a CUDA torch comes from PyPI with its nvidia-* wheels
             args["TORCH_INDEX"] = ""
         if pins:
             args["LOCK"] = str(version_lock(img, pins).relative_to(ROOT))

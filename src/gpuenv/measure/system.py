@@ -17,7 +17,7 @@ import psutil
 
 # Env vars that change simulator speed or numerics.
 SPEED_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "MUJOCO_")
-SPEED_ENV_NAMES = ("PYTHONHASHSEED",)
+SPEED_ENV_NAMES = ("PYTHONHASHSEED", "GPUENV_CPU_OK", "GPUENV_REQUIRE_GPU")
 
 
 def package_versions() -> dict[str, str | None]:

@@ -24,7 +24,7 @@ BACKEND = Backend(
             "changing the solver would change the task",
         ),
     },
-    image=Image("MuJoCo MJX on JAX with CUDA 12 wheels, SB3 (shared PPO)", ("mjx", "ppo", "cuda12"), "12", "docker/mjx.Dockerfile"),
+    image=Image("MuJoCo MJX on JAX with CUDA 13 wheels, SB3 (shared PPO) on CUDA torch (one nvidia-* set)", ("mjx", "ppo", "cuda13"), "13", "docker/mjx.Dockerfile", torch_cpu=False),
     ppo_env=PpoEnv("gpuenv.backends.mjx.ppo:make_vecenv", jit_compiled=True),
     worker_env="gpuenv.backends.jax_cache:worker_env",
 )

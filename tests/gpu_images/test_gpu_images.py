@@ -1,0 +1,76 @@
+"""The GPU images (brax, mjx) built and run for real on a machine without a GPU: `make
+test-images-gpu` (CI runs it after `make test`; about 9 GB of CUDA and torch wheels per image, so
+`make test` leaves it out). Without a GPU each image must refuse in one line naming the one override,
+and, overridden, run the smoke suite on the CPU with records marked as CPU fallback. What a GPU
+would show (JAX and torch on CUDA in one process) is not checked here."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+from conftest import ROOT, build_images
+
+from gpuenv.results.schema import load
+
+DOCKER = shutil.which("docker")
+if not DOCKER or subprocess.run([DOCKER, "info"], capture_output=True).returncode != 0:
+    pytest.skip("no Docker engine running here: .ci/run starts Debian's dockerd", allow_module_level=True)
+
+GPU_IMAGES = ("brax", "mjx")
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, str]:
+    return build_images(GPU_IMAGES, timeout=5400)
+
+
+def run(image: str, *args: str, env: dict | None = None, volume: str | None = None, timeout: int = 1800):
+    e = [a for k, v in (env or {}).items() for a in ("-e", f"{k}={v}")]
+    v = ["-v", volume] if volume else []
+    return subprocess.run([DOCKER, "run", "--rm", "--network", "none", "--user", "1234:1234", *e, *v, image, *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("backend", GPU_IMAGES)
+def test_without_a_gpu_the_image_refuses_in_one_line_naming_the_override(built, backend):
+    for args in (["bench", "--suite", "smoke", "--backend", backend], ["doctor"]):
+        r = run(f"gpuenv/{backend}:latest", *args, timeout=600)
+        assert r.returncode == 2, r.stdout + r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr  # no JAX CUDA-plugin traceback first
+        assert "no NVIDIA GPU visible" in lines[0] and "GPUENV_CPU_OK=1" in lines[0] and "GPUENV_REQUIRE_GPU=1" in lines[0]
+
+
+@pytest.mark.parametrize("backend", GPU_IMAGES)
+def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback(built, backend, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    os.chmod(results, 0o777)
+    r = run(f"gpuenv/{backend}:latest", "bench", "--suite", "smoke", "--backend", backend, "--out", "results/local",
+            env={"GPUENV_CPU_OK": "1", "GPUENV_IMAGE_ID": built[backend]}, volume=f"{results}:/home/gpuenv/results")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "Traceback" not in r.stdout + r.stderr
+    records = [load(p) for p in results.rglob("*.json")]
+    assert records and all(rec["status"] == "ok" for rec in records), [rec["failure"] for rec in records]
+    lock_sha = hashlib.sha256((ROOT / "docker" / "locks" / f"{backend}.txt").read_bytes()).hexdigest()
+    for rec in records:
+        assert rec["what"]["device"] == "cpu" and rec["what"]["details"]["cpu_fallback"].startswith("GPUENV_CPU_OK=1")
+        c = rec["where"]["machine"]["container"]
+        assert c["image"] == backend and c["id"] == built[backend] and c["lock_sha256"] == lock_sha
+        assert rec["where"]["env"]["GPUENV_REQUIRE_GPU"] == "1" and rec["where"]["packages"]["torch"] == "2.13.0"
+
+
+def test_torch_and_jax_share_one_cuda_13_stack_in_the_image(built):
+    code = ("import importlib.metadata as m, torch, jax; "
+            "print(m.version('torch'), torch.version.cuda, jax.__version__, m.version('nvidia-cudnn-cu13'), "
+            "sorted(d.metadata['Name'] for d in m.distributions() if d.metadata['Name'].endswith('-cu12')))")
+    r = subprocess.run([DOCKER, "run", "--rm", "--network", "none", "-e", "JAX_PLATFORMS=cpu", "--entrypoint", "python",
+                        "gpuenv/brax:latest", "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    torch_v, cuda, jax_v, cudnn, cu12 = r.stdout.split(" ", 4)
+    assert torch_v == "2.13.0" and cuda.startswith("13.") and jax_v == "0.10.2" and cudnn == "9.20.0.48"
+    assert cu12.strip() == "[]"  # no CUDA 12 wheel beside the CUDA 13 set
