@@ -8,6 +8,7 @@ FROM ${BASE}
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
 ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # `make image-envpool BRAX_VERSION=...` (etc.) builds from a version lock instead, and tags its records.
@@ -32,6 +33,7 @@ COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
 ENV GPUENV_IMAGE=envpool \
     GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_GIT_DIRTY=${GIT_DIRTY} \
     GPUENV_PACKAGE_VERSION=${GPUENV_VERSION} \
     GPUENV_LOCK=${LOCK} \
     GPUENV_VERSION_SET=${VERSION_SET}

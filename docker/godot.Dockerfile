@@ -9,6 +9,7 @@ FROM ${BASE}
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
 ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ARG LOCK=docker/locks/godot.txt
@@ -37,6 +38,7 @@ COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
 ENV GPUENV_IMAGE=godot \
     GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_GIT_DIRTY=${GIT_DIRTY} \
     GPUENV_PACKAGE_VERSION=${GPUENV_VERSION} \
     GPUENV_LOCK=${LOCK} \
     GPUENV_VERSION_SET=${VERSION_SET}

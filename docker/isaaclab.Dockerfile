@@ -8,6 +8,7 @@ FROM nvcr.io/nvidia/isaac-lab:2.3.2@sha256:388dbc806f48359a964cb9f807feb226da95d
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
       org.gpuenv.backend="isaaclab"
 
@@ -35,6 +36,7 @@ ENV NVIDIA_VISIBLE_DEVICES=all \
     GPUENV_REQUIRE_GPU=1 \
     GPUENV_IMAGE=isaaclab \
     GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_GIT_DIRTY=${GIT_DIRTY} \
     ACCEPT_EULA=Y \
     OMNI_KIT_ACCEPT_EULA=YES
 

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 from conftest import ROOT, build_images
 
+from gpuenv.measure.system import git_sha
 from gpuenv.results.schema import load
 
 pytestmark = pytest.mark.backend
@@ -54,6 +55,7 @@ def test_smoke_suite_runs_in_the_image_offline_as_another_uid(built, backend, tm
         assert c["image"] == backend and c["id"] == built[backend]
         assert c["lock"] == f"docker/locks/{backend}.txt" and c["lock_sha256"] == lock_sha
         assert c["git_sha"] == head and rec["where"]["git"]["sha"] == head
+        assert c["git_dirty"] is rec["where"]["git"]["dirty"] is git_sha(ROOT)["dirty"]  # uncommitted changes are said
         assert c["gpuenv_version"] == rec["where"]["packages"]["gpuenv"] == "0.1.0"
         assert c["base"]  # the pinned python base, or the local debootstrap one where it could not be pulled
         assert rec["where"]["machine"]["in_container"] is True

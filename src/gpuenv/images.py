@@ -397,12 +397,14 @@ def build_commands(names: list[str], docker: str, base: str, pins: list[str] | N
     local_wheels = _stage_wheels()
     ca = _ca_bundle()
     common = ["--network", "host"] + (["--secret", f"id=pipcert,src={ca}"] if ca else [])
-    sha = str(git_sha(ROOT)["sha"] or "unknown")
+    git = git_sha(ROOT)
+    sha = str(git["sha"] or "unknown")
+    dirty = "" if git["dirty"] is None else ("1" if git["dirty"] else "0")  # records say so: a sha alone would not
     out: list[tuple[str, list[str]]] = []
     if any(img.base_target for img in wanted):
         out.append(("base", [docker, "build", "-f", "docker/base.Dockerfile", "-t", BASE_TAG, "--build-arg", f"PYTHON_BASE={base}", *common, "."]))
     for img in wanted:
-        args = {"GIT_SHA": sha, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
+        args = {"GIT_SHA": sha, "GIT_DIRTY": dirty, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
                 "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""}
         tags = [f"{img.tag}:latest"]
         if img.base_target:

@@ -62,6 +62,7 @@ def container() -> dict | None:
         "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
         "gpuenv_version": os.environ.get("GPUENV_PACKAGE_VERSION"),
         "git_sha": os.environ.get("GPUENV_GIT_SHA"),
+        "git_dirty": {"1": True, "0": False}.get(os.environ.get("GPUENV_GIT_DIRTY", "")),  # built from uncommitted changes
         "cpu_max": _cgroup_limit("cpu.max"),
         "memory_max": _cgroup_limit("memory.max"),
     }
@@ -129,7 +130,9 @@ def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
         return {"sha": sha, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
         # In an image there is no .git: the build records the commit it was built from.
-        return {"sha": os.environ.get("GPUENV_GIT_SHA"), "dirty": None}
+        # (GPUENV_GIT_DIRTY: "1" when the image was built from a tree with uncommitted changes.)
+        flag = os.environ.get("GPUENV_GIT_DIRTY")
+        return {"sha": os.environ.get("GPUENV_GIT_SHA"), "dirty": None if not flag else flag == "1"}
 
 
 def machine() -> dict:
