@@ -273,3 +273,20 @@ def test_attach_picks_the_job_up_after_the_submitting_command_was_killed(cli, tm
     recs = records(out / st["run_id"])
     assert set(recs) == {"fake-ok-cartpole-n1", "fake-ok-cartpole-n2"} and all(v[-1]["status"] == "ok" for v in recs.values())
     assert {v[-1]["where"]["scheduler"]["array_job_id"] for v in recs.values()} == {st["job_id"]}
+
+
+def test_a_sweep_dispatches_every_case_once_per_version_set(cli, tmp_path):
+    """`--sweep`: the version sets' environments (gpuenv sweep's, cached) built on the submitting host;
+    one task per (version set, batch); each record tagged with its set; tables per set."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = cli("dispatch", "--executor", "local", "--sweep", "typer==0.13.1,0.29.2", "--backend", "fake",
+            "--suite", str(fake(tmp_path, sizes="2")), "--out", str(tmp_path / "o"), env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (run_dir,) = (tmp_path / "o").iterdir()
+    recs = [load(p) for p in run_dir.glob("*.json")]
+    assert sorted(rec["tags"]["version_set"] for rec in recs) == ["typer==0.13.1", "typer==0.29.2"]
+    assert {rec["tags"]["swept"]["typer"] for rec in recs} == {"0.13.1", "0.29.2"}  # what each environment had
+    assert all(rec["status"] == "ok" and rec["case_key"] == "fake-ok-cartpole-n2" for rec in recs)
+    assert len({rec["where"]["scheduler"]["job_id"] for rec in recs}) == 2
+    out = " ".join(r.stdout.split())
+    assert "typer==0.13.1" in out and "typer==0.29.2" in out and out.count("cartpole: env steps/s") == 2

@@ -479,6 +479,8 @@ def dispatch(
     attach: Annotated[str | None, typer.Option("--attach", help="pick up a dispatch by its job id (after the submitting command died)")] = None,
     rerun: Annotated[Path | None, typer.Option("--rerun", help="a dispatch's run directory: submit only its cases with no ok record")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the tasks and the command each would run; submit nothing")] = False,
+    sweep: Annotated[str | None, typer.Option("--sweep", help="PACKAGE==V1,V2,...: every case once per version set (gpuenv sweep's environments)")] = None,
+    with_: Annotated[list[str] | None, typer.Option("--with", help="with --sweep: extra pin for every set (repeatable)")] = None,
 ) -> None:
     """Run a suite's cases as array tasks on Slurm (or submitit's local executor), then print its tables."""
     from gpuenv import dispatch as dsp
@@ -501,14 +503,30 @@ def dispatch(
             raise UserError(f"--container {container}: pass a suite by name (the image has the same suites/); "
                             f"a file like {suite} is not inside the container")
         mode, s = load_any(suite, registry)
+        sets: list[tuple[str, str | None, dict | None]] = [("", None, None)]
+        if sweep:
+            from gpuenv.history.sweep import parse_spec
+            from gpuenv.pins import parse_with
+
+            package = parse_spec(sweep)[0]
+            owner = registry.by_library(package)
+            if container != "none":
+                raise UserError("--sweep runs each version set in its own environment on a shared filesystem: use --container none")
+            if owner is None and not backend:
+                raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
+            backend = backend or [owner.name] if owner else backend
         filters = {"backends": backend, "tasks": task, "num_envs": num_envs}
         plan = mode.plan(s, registry, **filters)
         if not plan.items:
             raise UserError(f"nothing to dispatch in suite '{plan.suite}' with these filters; see `gpuenv list`")
         if executor == "slurm" and not dry_run and not shutil.which("sbatch"):
             raise UserError("--executor slurm: sbatch is not on PATH (no Slurm client here); --executor local runs the same tasks on this machine")
+        if sweep:
+            sets = dsp.version_sets(sweep, parse_with(with_ or []), registry.parse((backend or [""])[0])[0].name, console)
         run_id = new_run_id()
-        tasks = [dsp.Task(i, b, keys) for i, (b, keys) in enumerate(dsp.batches(plan.items, cases_per_task))]
+        tasks = [dsp.Task(i, b, keys, version_set=label, python=py, tags=tags)
+                 for i, (label, py, tags, b, keys) in enumerate(
+                     (label, py, tags, b, keys) for label, py, tags in sets for b, keys in dsp.batches(plan.items, cases_per_task))]
         d = dsp.Dispatch(run_id, suite, str(out_dir(out) / run_id), options, tasks, dsp.now_utc(), filters=filters)
     items = {item.key: item for item in plan.items}
     if dry_run:
@@ -522,11 +540,15 @@ def dispatch(
             raise UserError(f"{run_dir}: task(s) {', '.join(str(t.index) for t in still)} may still write records; "
                             f"`gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` waits for them, then --rerun")
         have = dsp.latest_ok(d)
-        missing = [it for k, it in items.items() if k not in have and any(k in t.cases for t in d.tasks)]
-        if not missing:
+        new: list[dsp.Task] = []
+        for first in {t.version_set: t for t in reversed(d.tasks)}.values():  # each version set's environment once
+            missing = [it for k, it in items.items() if (first.version_set, k) not in have and any(k in t.cases for t in d.tasks)]
+            new += [dsp.Task(len(d.tasks) + len(new) + i, b, keys, version_set=first.version_set, python=first.python, tags=first.tags)
+                    for i, (b, keys) in enumerate(dsp.batches(missing, d.options.cases_per_task))]
+        if not new:
             console.print(f"every case of {run_dir} has an ok record: nothing to rerun")
             return
-        new = [dsp.Task(len(d.tasks) + i, b, keys) for i, (b, keys) in enumerate(dsp.batches(missing, d.options.cases_per_task))]
+        missing = [k for t in new for k in t.cases]
         d.tasks += new
         d.reruns.append(dsp.now_utc())
         dsp.submit(d, new)
@@ -549,8 +571,11 @@ def dispatch(
             err_console.print(f"detached: the tasks go on in Slurm; `gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` picks the job up again")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: console.print(f"[yellow]warning[/] {escape(m)}")) if r["case_key"] in items]
-    for table in tables(records):
-        console.print(table)
+    for label in dict.fromkeys(t.version_set for t in d.tasks):  # one set of tables per version set of a sweep
+        if label:
+            console.print(f"[bold]{escape(label)}[/]")
+        for table in tables([r for r in records if dsp.slot(r)[0] == label]):
+            console.print(table)
     for note in footnotes(records):
         console.print(f"[yellow]warning[/] {escape(note)}")
     failed = [r for r in records if r["status"] != "ok"]

@@ -74,6 +74,9 @@ class Task:
     backend: str
     cases: list[str]
     job_id: str | None = None  # the scheduler's id of this array task ("1234_0"; local: a pid)
+    version_set: str = ""  # with --sweep: "brax==0.13.0", run in that set's environment
+    python: str | None = None  # that environment's interpreter (None: the submitting one)
+    tags: dict | None = None  # the records' tags (gpuenv.history.sweep.tags_of)
     since: str = ""  # when it was submitted (UTC); its records carry its job id (where.scheduler.job_id)
 
 
@@ -111,6 +114,11 @@ class Dispatch:
         d["options"] = Options(**d["options"])
         d["tasks"] = [Task(**t) for t in d["tasks"]]
         return cls(**d)
+
+
+def slot(r: dict) -> tuple[str, str]:
+    """(version set, case key) of a record: a sweep runs each case once per version set."""
+    return ((r.get("tags") or {}).get("version_set", ""), r["case_key"])
 
 
 def batches(items: list[Any], per_task: int) -> list[tuple[str, list[str]]]:
@@ -169,7 +177,7 @@ def command_line(spec: dict, facts_json: str, image_id: str | None = None) -> li
     args = bench_args(spec["suite"], spec["cases"], spec["run_id"], out)
     gpus = spec["options"]["gpus_per_task"] > 0
     if container == "none":
-        return [sys.executable, "-m", "gpuenv", *args]
+        return [spec.get("python") or sys.executable, "-m", "gpuenv", *args]
     ref = spec["image"]
     if container == "docker":
         gpu = ["--gpus", f"device={os.environ['CUDA_VISIBLE_DEVICES']}" if os.environ.get("CUDA_VISIBLE_DEVICES") else "all"] if gpus else []
@@ -197,7 +205,12 @@ def run_task(spec: dict) -> dict:
         image_id = r.stdout.strip() or None
     cmd = command_line(spec, facts_json, image_id)
     sys.stdout.flush()
-    rc = subprocess.run(cmd, env={**os.environ, "GPUENV_SCHEDULER": facts_json}, stdin=subprocess.DEVNULL).returncode
+    env = {**os.environ, "GPUENV_SCHEDULER": facts_json}
+    if spec.get("tags"):  # a version set of a sweep: its records say which
+        from gpuenv.results.schema import TAGS_ENV
+
+        env[TAGS_ENV] = json.dumps(spec["tags"])
+    rc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL).returncode
     if rc not in (0, 1):  # 1: a case failed, its record says why; anything else: no record
         raise RuntimeError(f"gpuenv bench exited with code {rc} (its output is above in this task's log)")
     return {"returncode": rc, "facts": facts}
@@ -248,7 +261,7 @@ def _executor(d: Dispatch):
 def task_spec(d: Dispatch, t: Task) -> dict:
     image = image_ref(t.backend, d.options.image) if d.options.container != "none" else None
     return {"suite": d.suite, "cases": t.cases, "run_id": d.run_id, "out": str(d.run_dir.resolve().parent),
-            "options": asdict(d.options), "image": image}
+            "options": asdict(d.options), "image": image, "python": t.python, "tags": t.tags}
 
 
 def _submit_local(d: Dispatch, t: Task) -> None:
@@ -347,18 +360,19 @@ def by_task(d: Dispatch, records: list[dict]) -> dict[str, dict[str, dict]]:
     return out
 
 
-def current(d: Dispatch, records: list[dict]) -> dict[str, dict]:
-    """The record of each case from its newest task (a rerun's over the first run's), else the latest."""
-    latest = {r["case_key"]: r for r in records}
+def current(d: Dispatch, records: list[dict]) -> dict[tuple[str, str], dict]:
+    """The record of each (version set, case) from its newest task (a rerun's over the first run's),
+    else the latest."""
+    latest = {slot(r): r for r in records}
     mine = by_task(d, records)
     for t in d.tasks:  # in submission order: a later task's record replaces an earlier one's
         for k, r in mine.get(t.job_id or "", {}).items():
             if k in t.cases:
-                latest[k] = r
+                latest[(t.version_set, k)] = r
     return latest
 
 
-def latest_ok(d: Dispatch) -> set[str]:
+def latest_ok(d: Dispatch) -> set[tuple[str, str]]:
     return {k for k, r in current(d, _records(d)).items() if r["status"] == "ok"}
 
 
@@ -405,7 +419,7 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
     from gpuenv.run.runner import Outcome, RecordContext, failure
 
     plan_items = {item.key: item for item in plan.items}
-    newest = {k: t for t in d.tasks for k in t.cases}  # the last task that ran each case
+    newest = {(t.version_set, k): t for t in d.tasks for k in t.cases}  # the last task that ran each case
     records = _records(d)
     mine = by_task(d, records)
     states = _states(d)
@@ -414,7 +428,7 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
         state, reason = states.get(t.index, ("UNKNOWN", "no state"))
         have = mine.get(t.job_id or "", {})
         for k in t.cases:
-            if newest[k] is not t:
+            if newest[(t.version_set, k)] is not t:
                 continue
             rec = have.get(k)
             completed = state in ("COMPLETED", "FINISHED") and "without a result" not in reason
@@ -431,9 +445,32 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
                 kind, why = "scheduler", f"the scheduler ended task {t.index} ({t.job_id}) as {reason} before the case wrote its record"
             where = {**base, "scheduler": {**task_facts(d, t), "state": state}}
             ctx = RecordContext(plan.suite, d.run_id, where)
-            write_record(d.run_dir, mode.build_record(plan_items[k], [Outcome(0, None, failure(kind, why, 0, _task_log(d, t)))], ctx))
+            rec = mode.build_record(plan_items[k], [Outcome(0, None, failure(kind, why, 0, _task_log(d, t)))], ctx)
+            if t.tags:
+                rec["tags"] = t.tags
+            write_record(d.run_dir, rec)
     cur = current(d, _records(d))
     return [cur[k] for k in newest if k in cur]
+
+
+def version_sets(spec: str, pins: list[str], backend: str, console: Any) -> list[tuple[str, str | None, dict | None]]:
+    """(label, interpreter, tags) per version set of a sweep that resolved and built here (the
+    environments are cached under gpuenv's cache: on a cluster, a filesystem the nodes share)."""
+    from gpuenv.history import sweep as sw
+    from gpuenv.results.store import new_run_id
+
+    package, versions = sw.parse_spec(spec)
+    sweep_id = new_run_id()
+    out: list[tuple[str, str | None, dict | None]] = []
+    for v in versions:
+        vs = sw.prepare(sw.VersionSet(f"{package}=={v}", sw.requirements(package, v, pins, backend)))
+        if vs.status != "ready" or vs.env_dir is None:
+            console.print(f"[red]{vs.label}: {vs.status}[/]: {vs.reason} (the other versions still run)", highlight=False)
+            continue
+        out.append((vs.label, str(vs.env_dir / "bin" / "python"), sw.tags_of(vs, sweep_id)))
+    if not out:
+        raise UserError(f"no version set of {spec} could be built; nothing to dispatch")
+    return out
 
 
 def task_facts(d: Dispatch, t: Task) -> dict:

@@ -87,17 +87,22 @@ def prepare(vs: VersionSet, python: str = "3.11") -> VersionSet:
     return vs
 
 
-def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> VersionSet:
-    """The suite in the version set's environment; records land in out/<sweep id>/<label>/<run id>/."""
-    vs.run_dir = out / sweep_id / vs.label.replace("==", "-")
+def tags_of(vs: VersionSet, sweep_id: str) -> dict:
+    """What every record of this version set carries as `tags` (TAGS_ENV)."""
     package = vs.label.split("==")[0]
-    tags = {
+    return {
         "sweep": sweep_id,
         "version_set": vs.label,
         "requirements": vs.requirements,
         "swept": {package: vs.versions.get(package)},
         "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(),
     }
+
+
+def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> VersionSet:
+    """The suite in the version set's environment; records land in out/<sweep id>/<label>/<run id>/."""
+    vs.run_dir = out / sweep_id / vs.label.replace("==", "-")
+    tags = tags_of(vs, sweep_id)
     assert vs.env_dir is not None and vs.run_dir is not None  # prepare() succeeded
     r = subprocess.run(
         [str(vs.env_dir / "bin" / "python"), "-m", "gpuenv", "bench", *bench_args, "--out", str(vs.run_dir)],
