@@ -120,7 +120,7 @@ def test_scheduler_facts_come_from_slurms_environment():
     f = dsp.scheduler_facts({"exclusive": True, "container": "apptainer"}, "gpuenv/brax:latest", env)
     assert f == {"scheduler": "slurm", "job_id": "41_3", "array_job_id": "41", "array_task_id": 3, "node": "gpu07",
                  "partition": "a100", "cpus": 16, "gpus": 2, "cuda_visible_devices": "0,1", "exclusive": True,
-                 "container": "apptainer", "image": "gpuenv/brax:latest"}
+                 "container": "apptainer", "image": "gpuenv/brax:latest", "task": ""}
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -286,7 +286,13 @@ def test_a_sweep_dispatches_every_case_once_per_version_set(cli, tmp_path):
     recs = [load(p) for p in run_dir.glob("*.json")]
     assert sorted(rec["tags"]["version_set"] for rec in recs) == ["typer==0.13.1", "typer==0.29.2"]
     assert {rec["tags"]["swept"]["typer"] for rec in recs} == {"0.13.1", "0.29.2"}  # what each environment had
+    assert all(rec["what"]["details"]["typer"] == rec["tags"]["swept"]["typer"] for rec in recs)  # and ran in
     assert all(rec["status"] == "ok" and rec["case_key"] == "fake-ok-cartpole-n2" for rec in recs)
     assert len({rec["where"]["scheduler"]["job_id"] for rec in recs}) == 2
     out = " ".join(r.stdout.split())
     assert "typer==0.13.1" in out and "typer==0.29.2" in out and out.count("cartpole: env steps/s") == 2
+
+
+def test_sacct_rows_of_tasks_not_started_cover_each_index():
+    assert dsp.array_ids("1234_[1-3,7%2]") == ["1234_1", "1234_2", "1234_3", "1234_7"]
+    assert dsp.array_ids("1234_[5]") == ["1234_5"] and dsp.array_ids("1234_0") == ["1234_0"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 import types
 
 import numpy as np
@@ -221,3 +222,20 @@ def test_the_jax_cache_falls_back_when_home_is_not_writable(tmp_path, monkeypatc
     env = jax_cache.worker_env()
     assert env["JAX_COMPILATION_CACHE_DIR"].endswith(f"gpuenv-jax-{os.getuid()}")
     assert os.path.isdir(env["JAX_COMPILATION_CACHE_DIR"])
+
+
+def test_the_worker_keeps_each_phase_as_it_finishes():
+    """measure_phases reports after every phase (the worker checkpoints then): a later phase that
+    hangs cannot take an earlier one's number with it."""
+    import gpuenv_fake.adapter as fake
+    from gpuenv.measure.timing import MeasureSettings
+    from gpuenv.modes.throughput.phases import measure_phases
+
+    native = default_registry().native("halfcheetah", "fake")
+    case = Case("fake", "ok", "halfcheetah", 1, chunk_steps=5)
+    seen: list[list[str]] = []
+    out = measure_phases({"names": ["step", "vecenv"]}, fake, case, native, fake.open(case, native).facts.action_space,
+                         MeasureSettings(min_time_s=0.01, values=1, warmups=0), time.perf_counter,
+                         done=lambda o: seen.append(sorted(o)))
+    assert seen == [["step"], ["step", "vecenv"]]
+    assert out["step"]["env_steps_per_s"] and out["vecenv"]["absent"].startswith("fake declares no batched env")

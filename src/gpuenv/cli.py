@@ -79,8 +79,9 @@ def bench(
 
     if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
         bad = failures(run_checks(), cpu_ok=cpu_ok())
-        if bad:
-            raise UserError(f"{bad[0].message}; {CPU_FALLBACK_HINT}; `gpuenv doctor` shows every check")
+        if bad:  # GPUENV_CPU_OK=1 lifts only "no GPU"; an old driver or a broken JAX stays an error
+            hint = f"; {CPU_FALLBACK_HINT}" if bad[0].name == "gpu" else ""
+            raise UserError(f"{bad[0].message}{hint}; `gpuenv doctor` shows every check")
     registry = default_registry()
     for selector in backend or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason()
@@ -514,6 +515,8 @@ def dispatch(
                 raise UserError("--sweep runs each version set in its own environment on a shared filesystem: use --container none")
             if owner is None and not backend:
                 raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
+            if backend and len(backend) > 1:
+                raise UserError("--sweep builds one environment per version set for one backend: pass one --backend")
             backend = backend or [owner.name] if owner else backend
         filters = {"backends": backend, "tasks": task, "num_envs": num_envs}
         plan = mode.plan(s, registry, **filters)
@@ -541,6 +544,10 @@ def dispatch(
                             f"`gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` waits for them, then --rerun")
         have = dsp.latest_ok(d)
         new: list[dsp.Task] = []
+        gone = sorted({t.python for t in d.tasks if t.python and not Path(t.python).exists()})
+        if gone:
+            raise UserError(f"{run_dir}: the sweep's environment {gone[0]} is gone (gpuenv's cache was cleared); "
+                            "dispatch the sweep again")
         for first in {t.version_set: t for t in reversed(d.tasks)}.values():  # each version set's environment once
             missing = [it for k, it in items.items() if (first.version_set, k) not in have and any(k in t.cases for t in d.tasks)]
             new += [dsp.Task(len(d.tasks) + len(new) + i, b, keys, version_set=first.version_set, python=first.python, tags=first.tags)

@@ -77,6 +77,7 @@ class Task:
     version_set: str = ""  # with --sweep: "brax==0.13.0", run in that set's environment
     python: str | None = None  # that environment's interpreter (None: the submitting one)
     tags: dict | None = None  # the records' tags (gpuenv.history.sweep.tags_of)
+    token: str = ""  # unique to this task: its records carry it (where.scheduler.task), whatever ids repeat
     since: str = ""  # when it was submitted (UTC); its records carry its job id (where.scheduler.job_id)
 
 
@@ -117,8 +118,10 @@ class Dispatch:
 
 
 def slot(r: dict) -> tuple[str, str]:
-    """(version set, case key) of a record: a sweep runs each case once per version set."""
-    return ((r.get("tags") or {}).get("version_set", ""), r["case_key"])
+    """(version set, case key) of a record: a sweep runs each case once per version set (a pinned
+    image's records carry a version set too, but no sweep: one slot)."""
+    tags = r.get("tags") or {}
+    return (tags.get("version_set", "") if "sweep" in tags else "", r["case_key"])
 
 
 def batches(items: list[Any], per_task: int) -> list[tuple[str, list[str]]]:
@@ -135,7 +138,7 @@ def batches(items: list[Any], per_task: int) -> list[tuple[str, list[str]]]:
 # --- what one array task runs, on its node -------------------------------------------------------
 
 
-def scheduler_facts(options: dict, image: str | None, env: dict[str, str] | None = None) -> dict:
+def scheduler_facts(options: dict, image: str | None, env: dict[str, str] | None = None, task_token: str = "") -> dict:
     """The facts of the allocation this task runs in, from Slurm's environment (or the local host)."""
     e = os.environ if env is None else env
     job = e.get("SLURM_ARRAY_JOB_ID") or e.get("SLURM_JOB_ID")
@@ -154,6 +157,7 @@ def scheduler_facts(options: dict, image: str | None, env: dict[str, str] | None
         "exclusive": bool(options.get("exclusive")),
         "container": options.get("container", "none"),
         "image": image,
+        "task": task_token,
     }
 
 
@@ -184,6 +188,7 @@ def command_line(spec: dict, facts_json: str, image_id: str | None = None) -> li
         ident = ["-e", f"GPUENV_IMAGE_ID={image_id}"] if image_id else []
         return ["docker", "run", "--rm", "--network", "none", *gpu, "--user", f"{os.getuid()}:{os.getgid()}",
                 "-e", "HOME=/home/gpuenv", "-e", f"GPUENV_SCHEDULER={facts_json}", "-e", f"GPUENV_IMAGE_REF={ref}", *ident,
+                *(["-e", "GPUENV_CPU_OK=1"] if os.environ.get("GPUENV_CPU_OK") == "1" else []),
                 "-v", f"{out}:{out}", ref, *args]
     if container == "apptainer":
         source = ref if ref.endswith(".sif") else f"docker://{ref}"
@@ -197,7 +202,7 @@ def command_line(spec: dict, facts_json: str, image_id: str | None = None) -> li
 def run_task(spec: dict) -> dict:
     """Runs in the array task (submitit pickles this call): the bench for its cases. Its output goes
     straight to the task's log (kept even when Slurm kills the task at its time limit)."""
-    facts = scheduler_facts(spec["options"], spec.get("image"))
+    facts = scheduler_facts(spec["options"], spec.get("image"), task_token=spec.get("token", ""))
     facts_json = json.dumps(facts)
     image_id = None
     if spec["options"]["container"] == "docker":  # the image this node runs, for the records
@@ -228,6 +233,10 @@ def _submitit():
 
 
 def _local_gpus() -> list[int]:
+    """The GPUs a local task may use: CUDA_VISIBLE_DEVICES where the user set it, else nvidia-smi's."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [int(g) for g in visible.split(",") if g.strip().isdigit()]
     from gpuenv.doctor import nvidia_smi
 
     return list(range(len(nvidia_smi()[0])))
@@ -241,6 +250,8 @@ def _executor(d: Dispatch):
         # submitit sets CUDA_VISIBLE_DEVICES to the GPUs it hands a job ("" for none): without
         # --gpus-per-task a local task sees every GPU of this machine, as `gpuenv bench` would.
         gpus = _local_gpus()
+        if o.gpus_per_task > len(gpus):
+            raise UserError(f"--gpus-per-task {o.gpus_per_task}: this machine shows {len(gpus)} GPU(s) to the local executor")
         n = o.gpus_per_task or len(gpus)
         local.update_parameters(timeout_min=o.time_min, gpus_per_node=n, visible_gpus=tuple(gpus) or ())
         return local
@@ -261,10 +272,18 @@ def _executor(d: Dispatch):
 def task_spec(d: Dispatch, t: Task) -> dict:
     image = image_ref(t.backend, d.options.image) if d.options.container != "none" else None
     return {"suite": d.suite, "cases": t.cases, "run_id": d.run_id, "out": str(d.run_dir.resolve().parent),
-            "options": asdict(d.options), "image": image, "python": t.python, "tags": t.tags}
+            "options": asdict(d.options), "image": image, "python": t.python, "tags": t.tags, "token": t.token}
+
+
+def _token(t: Task) -> None:
+    if not t.token:
+        import uuid
+
+        t.token = uuid.uuid4().hex[:16]
 
 
 def _submit_local(d: Dispatch, t: Task) -> None:
+    _token(t)
     t.job_id, t.since = _executor(d).submit(run_task, task_spec(d, t)).job_id, now_utc()
 
 
@@ -274,6 +293,8 @@ def submit(d: Dispatch, tasks: list[Task]) -> None:
     if d.options.executor == "slurm":
         ex = _executor(d)
         stamp = now_utc()
+        for t in tasks:
+            _token(t)
         try:
             jobs = ex.map_array(run_task, [task_spec(d, t) for t in tasks])
         except Exception as e:  # noqa: BLE001 - sbatch refused (partition, gres ...): one line
@@ -307,8 +328,23 @@ def sacct_rows(ids: list[str]) -> dict[str, tuple[str, str]]:
         if len(parts) >= 4:
             job, state, reason, nodes = parts[:4]
             text = state + (f", reason {reason}" if reason not in ("", "None") else "") + (f", on {nodes}" if nodes and nodes != "None assigned" else "")
-            rows[job] = (state.split()[0] if state else "UNKNOWN", text)
+            for one in array_ids(job):  # tasks not started yet share a row: 1234_[1-4%1]
+                rows[one] = (state.split()[0] if state else "UNKNOWN", text)
     return rows
+
+
+def array_ids(job: str) -> list[str]:
+    """'1234_[1-3,7%2]' -> ['1234_1', '1234_2', '1234_3', '1234_7']; anything else as it is."""
+    import re
+
+    m = re.fullmatch(r"(\d+)_\[([0-9,\-]+)(?:%\d+)?\]", job)
+    if not m:
+        return [job]
+    out = []
+    for part in m.group(2).split(","):
+        a, _, b = part.partition("-")
+        out += [f"{m.group(1)}_{i}" for i in range(int(a), int(b or a) + 1)]
+    return out
 
 
 def _states(d: Dispatch) -> dict[int, tuple[str, str]]:
@@ -325,7 +361,8 @@ def _states(d: Dispatch) -> dict[int, tuple[str, str]]:
     import psutil
 
     for t in submitted:
-        if list(d.folder.glob(f"{t.job_id}_*_result.pkl")):  # submitit wrote the task's outcome: done
+        since = _epoch(t.since)
+        if any(p.stat().st_mtime >= since for p in d.folder.glob(f"{t.job_id}_*_result.pkl")):  # this task's outcome: done
             out[t.index] = ("FINISHED", "finished")
             continue
         try:  # a pid can be reused: only the submitit controller of this dispatch counts
@@ -335,6 +372,15 @@ def _states(d: Dispatch) -> dict[int, tuple[str, str]]:
             alive = False
         out[t.index] = ("RUNNING", "running") if alive else ("FINISHED", "process ended without a result")
     return out
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso).timestamp() - 1  # whole seconds: a second's grace
+    except ValueError:
+        return 0.0
 
 
 def now_utc() -> str:
@@ -351,12 +397,19 @@ def _records(d: Dispatch) -> list[dict]:
 
 
 def by_task(d: Dispatch, records: list[dict]) -> dict[str, dict[str, dict]]:
-    """{job id: {case key: its latest record}}: records belong to the task whose job id they carry."""
+    """{task token: {case key: its record}}: records belong to the task whose token they carry (job
+    ids repeat: local pids). The failed record the dispatcher wrote for a task stands over that
+    task's own interrupted one, whichever was written first."""
     out: dict[str, dict[str, dict]] = {}
     for r in records:
-        job = (r["where"].get("scheduler") or {}).get("job_id")
-        if job:
-            out.setdefault(job, {})[r["case_key"]] = r
+        token = (r["where"].get("scheduler") or {}).get("task")
+        if not token:
+            continue
+        mine = out.setdefault(token, {})
+        old = mine.get(r["case_key"])
+        if old is not None and (old.get("failure") or {}).get("kind") == "scheduler" and r["status"] == "interrupted":
+            continue
+        mine[r["case_key"]] = r
     return out
 
 
@@ -366,7 +419,7 @@ def current(d: Dispatch, records: list[dict]) -> dict[tuple[str, str], dict]:
     latest = {slot(r): r for r in records}
     mine = by_task(d, records)
     for t in d.tasks:  # in submission order: a later task's record replaces an earlier one's
-        for k, r in mine.get(t.job_id or "", {}).items():
+        for k, r in mine.get(t.token, {}).items():
             if k in t.cases:
                 latest[(t.version_set, k)] = r
     return latest
@@ -377,9 +430,10 @@ def latest_ok(d: Dispatch) -> set[tuple[str, str]]:
 
 
 def live(d: Dispatch) -> list[Task]:
-    """Tasks that may still write records: not yet submitted (local waves) or not in a final state."""
+    """Submitted tasks that may still write records (not in a final state). A local task never
+    submitted will not run: its dispatching command is gone (a rerun takes its cases)."""
     states = _states(d)
-    return [t for t in d.tasks if not t.job_id or states.get(t.index, ("PENDING", ""))[0] not in TERMINAL]
+    return [t for t in d.tasks if t.job_id and states.get(t.index, ("PENDING", ""))[0] not in TERMINAL]
 
 
 def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> None:
@@ -396,7 +450,7 @@ def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> None:
             for t in d.tasks:
                 state, _ = states.get(t.index, ("WAITING", ""))
                 ended += state in TERMINAL
-                done = len([k for k in mine.get(t.job_id or "", {}) if k in t.cases])
+                done = len([k for k in mine.get(t.token, {}) if k in t.cases])
                 progress.update(bars[t.index], completed=done, description=f"task {t.index} {t.job_id or '-'} ({t.backend}) {state.lower()}")
             running = sum(states.get(t.index, ("", ""))[0] == "RUNNING" for t in d.tasks)
             waiting = [t for t in d.tasks if not t.job_id]
@@ -426,7 +480,7 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
     base = provenance()
     for t in d.tasks:
         state, reason = states.get(t.index, ("UNKNOWN", "no state"))
-        have = mine.get(t.job_id or "", {})
+        have = mine.get(t.token, {})
         for k in t.cases:
             if newest[(t.version_set, k)] is not t:
                 continue
@@ -478,7 +532,8 @@ def task_facts(d: Dispatch, t: Task) -> dict:
     return {"scheduler": d.options.executor, "job_id": t.job_id, "array_job_id": (t.job_id or "").split("_")[0] or None,
             "array_task_id": int(t.job_id.split("_")[1]) if t.job_id and "_" in t.job_id else None,
             "node": None, "partition": d.options.partition, "exclusive": d.options.exclusive,
-            "container": d.options.container, "image": image_ref(t.backend, d.options.image) if d.options.container != "none" else None}
+            "container": d.options.container, "image": image_ref(t.backend, d.options.image) if d.options.container != "none" else None,
+            "task": t.token}
 
 
 def _task_log(d: Dispatch, t: Task) -> str:

@@ -38,4 +38,7 @@ def worker_env() -> dict[str, str]:
 
 
 def _gpu_visible() -> bool:
-    return Path("/dev/nvidiactl").exists() or Path("/dev/nvidia0").exists()
+    """The same test `gpuenv doctor` makes: nvidia-smi lists a GPU."""
+    from gpuenv.doctor import nvidia_smi
+
+    return bool(nvidia_smi()[0])

@@ -179,6 +179,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
         result = json.loads(out_path.read_text()) if out_path.exists() else None
     except (ValueError, OSError):  # a torn or unreadable result is no result: the case says so below
         result = None
+    finished = result if result is not None and result.get("ok") else None
     if fail is None:
         if result is not None and not result.get("ok"):
             fail, result = failure(result.get("kind", "crashed"), result.get("error", "worker failed"), index), None
@@ -188,7 +189,10 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
         elif rc != 0 or result is None:
             fail, result = failure("crashed", f"worker exited with code {rc} without a result", index), None
     partial = Path(str(out_path) + PARTIAL)
-    if fail is not None and fail["kind"] in ("timeout", "crashed", "killed", "oom") and partial.exists():
+    if fail is not None and fail["kind"] in ("crashed", "killed") and rc is not None and finished is not None:
+        # the worker wrote its whole result, then died on the way out: that result stands
+        result, fail = {**finished, "incomplete": f"{fail['kind']} after writing its result: {fail['reason']}"}, None
+    elif fail is not None and fail["kind"] in ("timeout", "crashed", "killed", "oom") and partial.exists():
         try:  # the worker kept a result before it died: record that, marked incomplete, not nothing
             kept = json.loads(partial.read_text())
         except (ValueError, OSError):

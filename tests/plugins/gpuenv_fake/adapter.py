@@ -15,6 +15,15 @@ from gpuenv.backends.base import ActionSpace, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
 
 
+def _typer() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("typer")
+    except PackageNotFoundError:
+        return None
+
+
 class FakeStepper:
     def __init__(self, case: Case, native: NativeTask) -> None:
         self.case = case
@@ -23,7 +32,7 @@ class FakeStepper:
             obs_shape=native.obs_shape,
             action_space=ActionSpace("discrete", n=native.action_size),
             reset_mode="none (fake)",
-            details={"variant": case.variant},
+            details={"variant": case.variant, "typer": _typer()},  # which environment ran it (sweep tests)
         )
         self.steps = 0
         if case.variant == "alloc":  # memory that grows with num_envs, as a simulator's state does

@@ -176,8 +176,10 @@ def measure_phases(
     action_space: Any,
     settings: MeasureSettings,
     clock: Callable[[], float],
+    done: Callable[[dict], None] = lambda out: None,
 ) -> dict:
-    """{phase: {"env_steps_per_s": [...], "how": ..., ...} | {"absent": why} | {"failed": error}}."""
+    """{phase: {"env_steps_per_s": [...], "how": ..., ...} | {"absent": why} | {"failed": error}};
+    `done(out)` after each phase (the worker keeps what is measured so far)."""
     from gpuenv.tasks import TASKS
 
     out: dict[str, dict] = {}
@@ -241,4 +243,5 @@ def measure_phases(
             out[name] = {"absent": str(e)}
         except Exception as e:  # a phase that breaks loses its own number only, never the case's
             out[name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+        done(out)
     return out

@@ -83,7 +83,9 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
         from gpuenv.run.worker import checkpoint
 
         # The case's own figure is kept whatever the phases do (a hang, a native crash, MemoryError).
-        checkpoint({**result, "phases": not_finished(spec["phases"])})
+        pending = not_finished(spec["phases"])
+        checkpoint({**result, "phases": pending})
         stepper.close()  # the phases build their own envs; this one's threads and processes go first
-        result["phases"] = measure_phases(spec["phases"], adapter, case, native, facts.action_space, settings, clock)
+        result["phases"] = measure_phases(spec["phases"], adapter, case, native, facts.action_space, settings, clock,
+                                          done=lambda out: checkpoint({**result, "phases": {**pending, **out}}))
     return result
