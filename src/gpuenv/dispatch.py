@@ -206,8 +206,9 @@ def run_task(spec: dict) -> dict:
     facts_json = json.dumps(facts)
     image_id = None
     if spec["options"]["container"] == "docker":  # the image this node runs, for the records
-        r = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", spec["image"]], capture_output=True, text=True)
-        image_id = r.stdout.strip() or None
+        from gpuenv.images import local_image_id
+
+        image_id = local_image_id(spec["image"])
     cmd = command_line(spec, facts_json, image_id)
     sys.stdout.flush()
     env = {**os.environ, "GPUENV_SCHEDULER": facts_json}
@@ -269,8 +270,13 @@ def _executor(d: Dispatch):
     return ex
 
 
+def task_image(d: Dispatch, t: Task) -> str | None:
+    """The image a task runs in (None without a container)."""
+    return image_ref(t.backend, d.options.image) if d.options.container != "none" else None
+
+
 def task_spec(d: Dispatch, t: Task) -> dict:
-    image = image_ref(t.backend, d.options.image) if d.options.container != "none" else None
+    image = task_image(d, t)
     return {"suite": d.suite, "cases": t.cases, "run_id": d.run_id, "out": str(d.run_dir.resolve().parent),
             "options": asdict(d.options), "image": image, "python": t.python, "tags": t.tags, "token": t.token}
 
@@ -384,9 +390,9 @@ def _epoch(iso: str) -> float:
 
 
 def now_utc() -> str:
-    from datetime import UTC, datetime
+    from gpuenv.results.schema import utc_now
 
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return utc_now()
 
 
 def _records(d: Dispatch) -> list[dict]:
@@ -532,7 +538,7 @@ def task_facts(d: Dispatch, t: Task) -> dict:
     return {"scheduler": d.options.executor, "job_id": t.job_id, "array_job_id": (t.job_id or "").split("_")[0] or None,
             "array_task_id": int(t.job_id.split("_")[1]) if t.job_id and "_" in t.job_id else None,
             "node": None, "partition": d.options.partition, "exclusive": d.options.exclusive,
-            "container": d.options.container, "image": image_ref(t.backend, d.options.image) if d.options.container != "none" else None,
+            "container": d.options.container, "image": task_image(d, t),
             "task": t.token}
 
 

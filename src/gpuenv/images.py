@@ -265,12 +265,17 @@ def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
     results.mkdir(parents=True, exist_ok=True)
     gpu = ["--gpus", "all"] if image.cuda else []
     ref = f"{image.tag}:latest"
-    image_id = _run(["docker", "image", "inspect", "--format", "{{.Id}}", ref]).stdout.strip()
+    image_id = local_image_id(ref) or ""
     return [
         "docker", "run", "--rm", *gpu, "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/home/gpuenv",
         "-e", f"GPUENV_IMAGE_REF={ref}", "-e", f"GPUENV_IMAGE_ID={image_id}",
         "-v", f"{results}:/home/gpuenv/results", ref, "bench", "--suite", suite, "--out", "results/local",
     ]
+
+
+def local_image_id(ref: str, docker: str = "docker") -> str | None:
+    """The id of an image in this engine (what records carry as container.id); None if absent."""
+    return _run([docker, "image", "inspect", "--format", "{{.Id}}", ref]).stdout.strip() or None
 
 
 def is_built(image: Image) -> bool:

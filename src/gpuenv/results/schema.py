@@ -40,6 +40,11 @@ def quote(value: Any) -> str:
     return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 3] + "..."
 
 
+def utc_now() -> str:
+    """Now, as records' created_utc says it (UTC, whole seconds)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) -> dict:
     """The fields every record starts with, whatever it measured (workload_id is set by seal())."""
     out: dict[str, Any] = {
@@ -47,7 +52,7 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "case_key": case_key,
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "suite": suite,
         "status": status,
         "measurement_mode": mode,
