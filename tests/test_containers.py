@@ -86,7 +86,7 @@ def test_images_install_only_from_their_hash_locked_file_and_run_gpuenv_as_non_r
     assert entry and json.loads(entry[-1]) == ["gpuenv"]
     users = [i["value"] for i in d.structure if i["instruction"] == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0"), f"{backend}: runs as root"
-    assert d.labels.get("org.gpuenv.backend") == backend
+    assert d.labels.get("org.gpuenv.backend") == img.backend
     env = d.envs
     assert env.get("GPUENV_IMAGE") == backend
     if img.cuda:
@@ -199,7 +199,7 @@ def test_doctor_catches_jax_falling_back_to_cpu(cli, tmp_path):
     jax = pytest.importorskip("jax", reason="needs jax installed (the check is about JAX)")
     if jax.default_backend() != "cpu":
         pytest.skip("this JAX runs on a GPU: the fallback cannot be shown here")
-    r = cli("doctor", env={**fake_smi(tmp_path, "580.65.06"), "GPUENV_IMAGE": "isaaclab"})
+    r = cli("doctor", env={**fake_smi(tmp_path, "580.65.06"), "GPUENV_IMAGE": "isaaclab-isaacsim"})
     assert "ok   driver  driver 580.65.06 >= 535.129.03" in r.stdout
     assert r.returncode == 2 and "fell back to 'cpu' although a GPU is visible" in r.stderr
 
@@ -225,7 +225,9 @@ def test_bench_image_without_docker_says_so_in_one_line(cli, tmp_path):
 def test_images_table_shows_base_cuda_and_min_driver(cli):
     r = cli("images")
     assert r.returncode == 0
-    assert "nvcr.io/nvidia/isaac-lab:2.3.2" in r.stdout and "580.65.06" in r.stdout
+    assert "python:3.12-slim-bookworm" in r.stdout and "580.65.06" in r.stdout and "535.129.03" in r.stdout
+    row = next(ln for ln in r.stdout.splitlines() if "gpuenv/isaaclab-isaacsim" in ln)
+    assert "nvcr.io/nvidia/isaac" in row and "NOT VERIFIED" in row  # never built here: said where it is listed
 
 
 def test_image_with_pinned_library_version_gets_its_own_lock_and_tag(cli):

@@ -10,11 +10,19 @@ from conftest import ROOT
 from gpuenv.results.schema import load
 
 
+def row_of(table: str, name: str) -> str:
+    """The text of one row of a rich table, its wrapped lines joined."""
+    lines = table.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip("│ ").startswith(name))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("│ " + " " * len(name))), len(lines))
+    return " ".join(w for ln in lines[start:end] for w in ln.split() if w != "│")
+
+
 def test_backend_in_its_own_environment_runs_there_and_says_so(cli, tmp_path):
     env = {"GPUENV_PLUGINS": os.environ["GPUENV_PLUGINS"] + ",gpuenv_ownenv", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     before = cli("list", "backends", env=env)
     assert before.returncode == 0, before.stderr
-    assert "ownenv" in before.stdout and "not built yet" in before.stdout
+    assert "not built yet" in row_of(before.stdout, "ownenv")
     suite = tmp_path / "own.toml"
     suite.write_text(
         "[measure]\nprocesses = 1\nvalues = 1\nwarmups = 0\nmin_time_s = 0.01\n"
@@ -29,5 +37,6 @@ def test_backend_in_its_own_environment_runs_there_and_says_so(cli, tmp_path):
     assert rec["where"]["machine"]["python"].startswith("3.12."), "the worker ran in the main interpreter"
     assert rec["where"]["environment"]["path"].startswith(str(tmp_path / "cache"))
     after = cli("list", "backends", env=env)
-    assert "built" in after.stdout and "not built yet" not in after.stdout
+    row = row_of(after.stdout, "ownenv")
+    assert "built" in row and "not built yet" not in row
     assert (ROOT / "tests/plugins/envlock/py312.txt").is_file()

@@ -249,6 +249,8 @@ def environment_status(b) -> str:
     e = b.environment
     if e is None:
         return "main install"
+    if b.in_own_image():
+        return f"own: Python {e.python}, this interpreter (its image, or a Python with its libraries)"
     lock = e.lock_path(envs.ROOT)
     if not lock.is_file():
         return f"[red]own (Python {e.python}): lock {e.lock} missing[/]"
@@ -383,6 +385,9 @@ def images(
     from gpuenv.images import bake_text, base_of, locked_versions, write_locks
     from gpuenv.modes import all_modes
 
+    if locks and action is not None and action != "build":  # `gpuenv images --locks NAME ...`
+        names = [action, *(names or [])]
+        action = None
     if action not in (None, "build"):
         raise UserError(f"unknown images action '{action}'; use `gpuenv images build [NAMES]` or `gpuenv images`")
     if build or action == "build":
@@ -392,11 +397,13 @@ def images(
         print(bake_text(), end="")
         return
     if locks:
-        for path in write_locks():
+        for name in names or []:
+            im.get_image(name)
+        for path in write_locks(list(names) if names else None):
             console.print(f"wrote {path}")
         return
     t = Table(title="images (docker/; build with `make images`)", title_justify="left")
-    for col in ("image", "base", "CUDA", "min driver", "pinned versions"):
+    for col in ("image", "base", "CUDA", "min driver", "pinned versions", "verified"):
         t.add_column(col)
     from gpuenv.images import ROOT
 
@@ -405,7 +412,8 @@ def images(
         wanted = dict.fromkeys((*img.packages, *(p for m in all_modes() for p in m.packages)))
         shown = [f"{k} {v[k]}" for k in wanted if k in v]
         base = base_of(ROOT / img.dockerfile) if not img.base_target else base_of(ROOT / "docker/base.Dockerfile")
-        t.add_row(img.tag, base.split("@")[0], img.cuda or "-", img.min_driver or "-", ", ".join(shown) or "(framework's own)")
+        t.add_row(img.tag, base.split("@")[0], img.cuda or "-", img.min_driver or "-", ", ".join(shown) or "(framework's own)",
+                  "yes" if img.verified else "[yellow]NOT VERIFIED: never built or run here[/]")
     console.print(t)
 
 
@@ -428,18 +436,20 @@ def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
         (lock,) = im.write_locks(names, pins)
         console.print(f"wrote {lock}")
     if dry_run:
-        for _, cmd in im.build_commands(names, "docker", im.pinned_base(), pins):
+        for _, cmd in im.build_commands(names, "docker", {}, pins):
             console.print(shlex.join(cmd), highlight=False, markup=False, soft_wrap=True)
         return
     why = im.docker_status(gpu=False)
     if why:
         raise UserError(f"cannot build images here: {why}")
     docker = im.build_client()
-    base, source = im.base_image(docker)
-    console.print(f"base image: {base} ({source})", highlight=False)
+    bases = {}
+    for pinned, python in im.python_bases(names).items():
+        bases[pinned], source = im.base_image(docker, pinned, python)
+        console.print(f"base image: {bases[pinned]} ({source})", highlight=False)
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     rows = []
-    for name, cmd in im.build_commands(names, docker, base, pins):
+    for name, cmd in im.build_commands(names, docker, bases, pins):
         console.print(f"[bold]building {name}[/]: {escape(shlex.join(cmd))}", highlight=False, soft_wrap=True)
         t0 = time.perf_counter()
         rc = subprocess.call(cmd, cwd=im.ROOT, env=env)
@@ -596,19 +606,27 @@ def dispatch(
 def bench_image(
     backend: Annotated[str, typer.Argument(help="a backend with an image (see `gpuenv images`)")],
     local: Annotated[bool, typer.Option("--local", help="no Docker: run the same suite on this machine")] = False,
-    suite: Annotated[str, typer.Option("--suite", "-s")] = "quick",
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="default: the backend's own suite (quick for most)")] = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="with --local: records go to OUT/<run id>/")] = str(DEFAULT_OUT),
 ) -> None:
     """Run a backend's suite in its image (building it if needed), or locally with --local."""
     from gpuenv.images import docker_run_command, get_image
 
     img = get_image(backend)
+    suite = suite or default_registry().get(img.backend).suite
     if local:
-        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=str(DEFAULT_OUT))
+        from gpuenv.doctor import nvidia_smi
+
+        gpus, why = nvidia_smi()
+        where = (f"GPU here: {gpus[0]['name']}" if gpus else
+                 f"no GPU here ({why}): {img.backend} runs on the CPU, so these are CPU numbers, not what its image measures on a GPU")
+        console.print(f"[bold]{img.backend}[/]: suite {suite} on this machine (LOCAL=1), not in gpuenv/{img.name}; {where}", highlight=False)
+        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=out)
         return
     from gpuenv.images import docker_status, is_built
 
     if docker_status(gpu=False) is None and not is_built(img):  # built if missing (an engine is here)
-        build_images([img.backend], [], False)
+        build_images([img.name], [], False)
     cmd = docker_run_command(img, suite, Path.cwd() / "results")
     console.print(" ".join(cmd), highlight=False, markup=False)
     import subprocess
@@ -807,7 +825,7 @@ def sweep(
     load_any(suite, registry)  # a bad suite name fails here, before any environment is built
     sweep_id = new_run_id()
     bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
-    sets = [sw.VersionSet(f"{package}=={v}", sw.requirements(package, v, pins, name.split(":")[0])) for v in versions]
+    sets = [sw.version_set(package, v, pins, name.split(":")[0]) for v in versions]
     console.print(f"[bold]gpuenv sweep[/] {package} over {', '.join(versions)} ({suite} suite, backend {name}), sweep {sweep_id}")
     for vs in sets:
         sw.prepare(vs)

@@ -523,7 +523,7 @@ def version_sets(spec: str, pins: list[str], backend: str, console: Any) -> list
     sweep_id = new_run_id()
     out: list[tuple[str, str | None, dict | None]] = []
     for v in versions:
-        vs = sw.prepare(sw.VersionSet(f"{package}=={v}", sw.requirements(package, v, pins, backend)))
+        vs = sw.prepare(sw.version_set(package, v, pins, backend))
         if vs.status != "ready" or vs.env_dir is None:
             console.print(f"[red]{vs.label}: {vs.status}[/]: {vs.reason} (the other versions still run)", highlight=False)
             continue

@@ -33,6 +33,19 @@ def cpu_ok() -> bool:
     return os.environ.get("GPUENV_CPU_OK") == "1"
 
 
+def gpu_guard(on_gpu: bool, what: str) -> dict[str, str]:
+    """A backend about to run on the CPU in a GPU image (GPUENV_REQUIRE_GPU=1): UserError saying
+    `what`, unless GPUENV_CPU_OK=1, then the record's cpu_fallback detail. {} on a GPU or where no
+    GPU is required."""
+    if on_gpu or os.environ.get("GPUENV_REQUIRE_GPU") != "1":
+        return {}
+    if not cpu_ok():
+        from gpuenv.errors import UserError
+
+        raise UserError(f"{what}; {CPU_FALLBACK_HINT}; `gpuenv doctor` shows every check")
+    return {"cpu_fallback": "GPUENV_CPU_OK=1: a GPU image run on the CPU"}
+
+
 @dataclass(frozen=True)
 class Check:
     name: str

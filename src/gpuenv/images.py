@@ -25,8 +25,6 @@ from gpuenv.registry import default_registry
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 LOCKS = DOCKER / "locks"
-PYTHON = "3.11"
-PLATFORM = "x86_64-manylinux_2_28"  # the wheels' platform for every image (linux/amd64)
 TORCH_CPU = "torch==2.13.0+cpu"  # SB3 trains on the CPU in the CPU images; the CUDA build would add GBs
 TORCH_CUDA = "torch==2.13.0"  # PyPI's build (CUDA 13) in the GPU images, locked with JAX's CUDA 13 wheels
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -45,7 +43,8 @@ def tracked() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Image:
-    backend: str
+    name: str  # gpuenv/<name>, docker/locks/<name>.txt, `make bench-<name>`
+    backend: str  # the backend it runs
     spec: ImageSpec
     packages: tuple[str, ...]  # the backend's tracked packages (what `gpuenv images` shows)
 
@@ -54,7 +53,7 @@ class Image:
 
     @property
     def lock(self) -> Path:
-        return LOCKS / f"{self.backend}.txt"
+        return LOCKS / f"{self.name}.txt"
 
     @property
     def min_driver(self) -> str | None:
@@ -64,7 +63,7 @@ class Image:
 
     @property
     def tag(self) -> str:
-        return f"gpuenv/{self.backend}"
+        return f"gpuenv/{self.name}"
 
     @property
     def torch_constraint(self) -> list[str]:
@@ -76,7 +75,14 @@ class Image:
 
 
 def images() -> dict[str, Image]:
-    return {b.name: Image(b.name, b.image, b.packages) for b in default_registry().with_image() if b.image}
+    """Every backend's images by name: its main image (named after it), then any more it declares."""
+    out = {}
+    for b in default_registry().with_image():
+        for spec in (b.image, *b.more_images):
+            if spec is not None:
+                name = spec.name or b.name
+                out[name] = Image(name, b.name, spec, b.packages)
+    return out
 
 
 def aliases() -> dict[str, str]:
@@ -125,7 +131,7 @@ def image_labels(img: Image) -> dict[str, str]:
         "org.gpuenv.backend": img.backend,
         "org.gpuenv.min-driver": img.min_driver or "none (CPU image)",
         "org.gpuenv.cuda": img.cuda or "none",
-        "org.gpuenv.lock": f"docker/locks/{img.backend}.txt",
+        "org.gpuenv.lock": f"docker/locks/{img.name}.txt",
     }
     labels.update({f"org.gpuenv.version.{k}": v for k, v in sorted(versions.items()) if k in shown})
     return labels
@@ -142,14 +148,14 @@ def bake() -> dict:
             "context": ".",
             "dockerfile": img.dockerfile,
             "platforms": ["linux/amd64"],
-            "tags": [f"{img.tag}:latest", f"${{REGISTRY}}/{img.backend}:${{TAG}}"],
+            "tags": [f"{img.tag}:latest", f"${{REGISTRY}}/{img.name}:${{TAG}}"],
             "labels": labels,
             "args": {"MIN_DRIVER": img.min_driver or "", "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""},
         }
         if img.base_target:  # FROM ${BASE}: under bake, the base target itself
             t["contexts"] = {"base": "target:base"}
             t["args"]["BASE"] = "base"
-        targets[img.backend] = t
+        targets[img.name] = t
     return {
         "variable": {"REGISTRY": {"default": "ghcr.io/gpuenv"}, "TAG": {"default": "latest"}},
         "group": {"default": {"targets": list(images())}},
@@ -164,7 +170,7 @@ def bake_text() -> str:
 def lock_command(image: Image, out: Path) -> list[str]:
     cmd = [
         sys.executable, "-m", "uv", "pip", "compile", str(ROOT / "pyproject.toml"),
-        "--generate-hashes", "--python-version", PYTHON, "--python-platform", PLATFORM,
+        "--generate-hashes", "--python-version", image.python, "--python-platform", image.platform,
         "--no-header", "--quiet", "-o", str(out),
     ]
     for e in image.extras:
@@ -177,7 +183,7 @@ def lock_command(image: Image, out: Path) -> list[str]:
 VERSION_LOCKS = LOCKS / "versions"  # generated on demand for `make image-brax BRAX_VERSION=...` (git-ignored)
 
 
-def _no_deps_lock(pins: tuple[str, ...]) -> str:
+def _no_deps_lock(image: Image, pins: tuple[str, ...]) -> str:
     """Hash-locked lines for exact pins, without resolving their dependencies."""
     import tempfile
 
@@ -187,7 +193,7 @@ def _no_deps_lock(pins: tuple[str, ...]) -> str:
         req, out = Path(tmp) / "nodeps.in", Path(tmp) / "nodeps.txt"
         req.write_text("".join(f"{p}\n" for p in pins))
         r = subprocess.run([sys.executable, "-m", "uv", "pip", "compile", str(req), "--no-deps", "--generate-hashes",
-                            "--python-version", PYTHON, "--python-platform", PLATFORM, "--no-header", "--quiet", "-o", str(out)],
+                            "--python-version", image.python, "--python-platform", image.platform, "--no-header", "--quiet", "-o", str(out)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise UserError(f"uv could not lock {', '.join(pins)} without dependencies: {(r.stderr or r.stdout).strip()[-200:]}")
@@ -195,7 +201,7 @@ def _no_deps_lock(pins: tuple[str, ...]) -> str:
 
 
 def version_lock(image: Image, pins: list[str]) -> Path:
-    return VERSION_LOCKS / f"{image.backend}@{'+'.join(p.replace('==', '-') for p in pins)}.txt"
+    return VERSION_LOCKS / f"{image.name}@{'+'.join(p.replace('==', '-') for p in pins)}.txt"
 
 
 def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -> list[Path]:
@@ -205,7 +211,7 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
 
     written = []
     for img in images().values():
-        if names and img.backend not in names:
+        if names and img.name not in names:
             continue
         out = version_lock(img, pins) if pins else img.lock
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -221,13 +227,13 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
                 from gpuenv.errors import UserError
 
                 last = (r.stderr or r.stdout).strip().splitlines()
-                raise UserError(f"uv could not lock gpuenv/{img.backend}: {last[-1] if last else 'no output'} (is uv installed? `make locks` installs it)")
+                raise UserError(f"uv could not lock gpuenv/{img.name}: {last[-1] if last else 'no output'} (is uv installed? `make locks` installs it)")
             text = out.read_text().replace(str(constraints), "constraints")  # no temp path: a regenerated lock only differs where packages do
         if img.no_deps:  # e.g. godot-rl: its client only, its dependency pins ignored (pip runs --no-deps)
-            text += _no_deps_lock(img.no_deps)
+            text += _no_deps_lock(img, img.no_deps)
         head = (
-            f"# gpuenv/{img.backend} lock: pyproject extras {', '.join(img.extras) or '(none: base dependencies)'}, "
-            f"Python {PYTHON}, {PLATFORM}{'; pinned ' + ', '.join(pins) if pins else ''}.\n"
+            f"# gpuenv/{img.name} lock: pyproject extras {', '.join(img.extras) or '(none: base dependencies)'}, "
+            f"Python {img.python}, {img.platform}{'; pinned ' + ', '.join(pins) if pins else ''}.\n"
             "# Generated by `make locks` (uv pip compile --generate-hashes); do not edit.\n"
         )
         out.write_text(head + text)
@@ -259,8 +265,8 @@ def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
     why = docker_status(gpu=image.cuda is not None)
     if why:
         raise UserError(
-            f"cannot run gpuenv/{image.backend} here: {why}; "
-            f"`LOCAL=1 make bench-{image.backend}` runs the same suite on this machine"
+            f"cannot run gpuenv/{image.name} here: {why}; "
+            f"`LOCAL=1 make bench-{image.name}` runs the same suite on this machine"
         )
     results.mkdir(parents=True, exist_ok=True)
     gpu = ["--gpus", "all"] if image.cuda else []
@@ -291,12 +297,31 @@ BUILD_WHEELS = DOCKER / "wheels"  # the build context's wheel directory (RUN --m
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 
-def pinned_base() -> str:
-    """The default of PYTHON_BASE in docker/base.Dockerfile: the digest-pinned python base."""
-    for line in (DOCKER / "base.Dockerfile").read_text().splitlines():
+def pinned_base(dockerfile: Path | None = None) -> str:
+    """The default of a Dockerfile's PYTHON_BASE (docker/base.Dockerfile unless named): the
+    digest-pinned python base."""
+    path = dockerfile or DOCKER / "base.Dockerfile"
+    for line in path.read_text().splitlines():
         if line.startswith("ARG PYTHON_BASE="):
             return line.split("=", 1)[1].strip()
-    raise ValueError("docker/base.Dockerfile has no ARG PYTHON_BASE=...")
+    raise ValueError(f"{path.relative_to(ROOT)} has no ARG PYTHON_BASE=...")
+
+
+def python_base_of(img: Image) -> str | None:
+    """The pinned python base an image builds on: the shared base's, its own Dockerfile's
+    PYTHON_BASE, or None (a framework's own base, NVIDIA's Isaac Sim image)."""
+    if img.base_target:
+        return pinned_base()
+    try:
+        return pinned_base(ROOT / img.dockerfile)
+    except ValueError:
+        return None
+
+
+def python_bases(names: list[str]) -> dict[str, str]:
+    """{pinned python base: the Python version it carries} for the images named (all if none)."""
+    wanted = [get_image(n) for n in names] if names else list(images().values())
+    return {b: ("3.11" if img.base_target else img.python) for img in wanted if (b := python_base_of(img))}
 
 
 def _run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
@@ -327,12 +352,14 @@ def build_client() -> str:
     )
 
 
-def base_image(docker: str, *, allow_local: bool = True) -> tuple[str, str]:
+def base_image(docker: str, pinned: str | None = None, python: str = "3.11", *, allow_local: bool = True) -> tuple[str, str]:
     """(image reference for PYTHON_BASE, where it came from). The pinned base if it is here or can be
-    pulled; else a local Debian bookworm made with debootstrap (built once, then reused)."""
+    pulled; else a local stand-in: Debian bookworm made with debootstrap (its own Python 3.11), with
+    this machine's build of another Python version on top where the image wants one (built once,
+    then reused)."""
     from gpuenv.errors import UserError
 
-    pinned = pinned_base()
+    pinned = pinned or pinned_base()
     if _run([docker, "image", "inspect", pinned]).returncode == 0:
         return pinned, "pinned base (already present)"
     pulled = _run([docker, "pull", pinned], timeout=600)
@@ -342,7 +369,42 @@ def base_image(docker: str, *, allow_local: bool = True) -> tuple[str, str]:
         raise UserError(f"cannot pull {pinned} ({envs_last(pulled)}); the local base is not allowed here")
     if _run([docker, "image", "inspect", LOCAL_BASE]).returncode != 0:
         build_local_base(docker)
-    return LOCAL_BASE, f"local Debian bookworm via debootstrap: {pinned.split('@')[0]} could not be pulled ({envs_last(pulled)})"
+    why = f"{pinned.split('@')[0]} could not be pulled ({envs_last(pulled)})"
+    if python == "3.11":  # bookworm's own python3
+        return LOCAL_BASE, f"local Debian bookworm via debootstrap: {why}"
+    local = f"{LOCAL_BASE}-py{python}"
+    if _run([docker, "image", "inspect", local]).returncode != 0:
+        build_local_python_base(docker, python, local)
+    return local, f"local Debian bookworm via debootstrap with this machine's Python {python}: {why}"
+
+
+def build_local_python_base(docker: str, python: str, tag: str) -> None:
+    """LOCAL_BASE with this machine's build of Python `python` copied in at its own prefix (a pyenv
+    build is not relocatable) and linked as /usr/local/bin/python3: a stand-in for
+    python:<python>-slim-bookworm. Bookworm's python3 package already brought the libraries it links
+    (libssl3, libffi8, libsqlite3, liblzma, libbz2)."""
+    from gpuenv.envs import find_python
+    from gpuenv.errors import UserError
+
+    exe = find_python(python)
+    if not Path(exe).is_file():
+        raise UserError(f"the pinned python:{python} base cannot be pulled and no Python {python} is on this machine "
+                        f"to stand in for it: install one (pyenv install {python})")
+    prefix = _run([exe, "-c", "import sys; print(sys.prefix)"]).stdout.strip()
+    if not prefix:
+        raise UserError(f"{exe} does not report its prefix")
+    dockerfile = (
+        f"FROM {LOCAL_BASE}\n"
+        f"COPY . {prefix}/\n"
+        f"RUN chmod 0755 {Path(prefix).parent} {Path(prefix).parent.parent} {Path(prefix).parents[2]} 2>/dev/null; "
+        f"ln -sf {prefix}/bin/python{python} /usr/local/bin/python3 && ln -sf {prefix}/bin/python{python} /usr/local/bin/python "
+        f"&& /usr/local/bin/python3 -m venv --help >/dev/null\n"
+        'ENV PATH=/usr/local/bin:$PATH\n'
+    )
+    r = subprocess.run([docker, "build", "-t", tag, "-f", "-", prefix], input=dockerfile, capture_output=True, text=True,
+                       env={**os.environ, "DOCKER_BUILDKIT": "1"})
+    if r.returncode != 0:
+        raise UserError(f"building the local Python {python} base failed: {envs_last(r)}")
 
 
 def envs_last(r: subprocess.CompletedProcess) -> str:
@@ -393,8 +455,9 @@ def _ca_bundle() -> str | None:
     return None
 
 
-def build_commands(names: list[str], docker: str, base: str, pins: list[str] | None = None) -> list[tuple[str, list[str]]]:
-    """(image, docker build argv) in dependency order: gpuenv/base first where a named image needs it."""
+def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: list[str] | None = None) -> list[tuple[str, list[str]]]:
+    """(image, docker build argv) in dependency order: gpuenv/base first where a named image needs it.
+    bases: {pinned python base: the reference to build on} (the pinned one itself, or a local stand-in)."""
     from gpuenv import __version__
     from gpuenv.measure.system import git_sha
 
@@ -407,13 +470,18 @@ def build_commands(names: list[str], docker: str, base: str, pins: list[str] | N
     dirty = "" if git["dirty"] is None else ("1" if git["dirty"] else "0")  # records say so: a sha alone would not
     out: list[tuple[str, list[str]]] = []
     if any(img.base_target for img in wanted):
+        base = bases.get(pinned_base(), pinned_base())
         out.append(("base", [docker, "build", "-f", "docker/base.Dockerfile", "-t", BASE_TAG, "--build-arg", f"PYTHON_BASE={base}", *common, "."]))
     for img in wanted:
         args = {"GIT_SHA": sha, "GIT_DIRTY": dirty, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
                 "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""}
         tags = [f"{img.tag}:latest"]
+        pinned = python_base_of(img)
+        base = bases.get(pinned, pinned) if pinned else base_of(ROOT / img.dockerfile)
         if img.base_target:
             args["BASE"] = BASE_TAG
+        elif pinned:  # its own python base (another Python version): the pinned one or its stand-in
+            args["PYTHON_BASE"] = base
         if local_wheels or not img.torch_cpu:  # a CUDA torch comes from PyPI with its nvidia-* wheels
             args["TORCH_INDEX"] = ""
         if pins:
@@ -428,7 +496,7 @@ def build_commands(names: list[str], docker: str, base: str, pins: list[str] | N
         for k, v in image_labels(img).items():
             cmd += ["--label", f"{k}={v}"]
         cmd += ["--label", f"org.gpuenv.base-image={base}", "--label", f"org.gpuenv.git-sha={sha}"]
-        out.append((img.backend, [*cmd, *common, "."]))
+        out.append((img.name, [*cmd, *common, "."]))
     return out
 
 

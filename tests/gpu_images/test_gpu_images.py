@@ -1,6 +1,6 @@
-"""The GPU images (brax, mjx) built and run for real on a machine without a GPU: `make
-test-images-gpu` (CI runs it after `make test`; about 9 GB of CUDA and torch wheels per image, so
-`make test` leaves it out). Without a GPU each image must refuse in one line naming the one override,
+"""The GPU images (brax, mjx, and Isaac Lab's kit-less one) built and run for real on a machine
+without a GPU: `make test-images-gpu` (CI runs it after `make test`; about 9 GB of CUDA and torch
+wheels per image, so `make test` leaves it out). Without a GPU each image must refuse in one line naming the one override,
 and, overridden, run the smoke suite on the CPU with records marked as CPU fallback. What a GPU
 would show (JAX and torch on CUDA in one process) is not checked here."""
 
@@ -14,13 +14,20 @@ import subprocess
 import pytest
 from conftest import ROOT, build_images
 
+from gpuenv.images import get_image, locked_versions
 from gpuenv.results.schema import load
 
 DOCKER = shutil.which("docker")
 if not DOCKER or subprocess.run([DOCKER, "info"], capture_output=True).returncode != 0:
     pytest.skip("no Docker engine running here: .ci/run starts Debian's dockerd", allow_module_level=True)
 
-GPU_IMAGES = ("brax", "mjx")
+GPU_IMAGES = ("brax", "mjx", "isaaclab")
+# Each image's smallest suite: the smoke suite, or Isaac Lab's own at one small case (Newton on the CPU).
+SMOKE = {
+    "brax": ["--suite", "smoke", "--backend", "brax"],
+    "mjx": ["--suite", "smoke", "--backend", "mjx"],
+    "isaaclab": ["--suite", "isaaclab", "--task", "cartpole", "--num-envs", "16"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +44,7 @@ def run(image: str, *args: str, env: dict | None = None, volume: str | None = No
 
 @pytest.mark.parametrize("backend", GPU_IMAGES)
 def test_without_a_gpu_the_image_refuses_in_one_line_naming_the_override(built, backend):
-    for args in (["bench", "--suite", "smoke", "--backend", backend], ["doctor"]):
+    for args in (["bench", *SMOKE[backend]], ["doctor"]):
         r = run(f"gpuenv/{backend}:latest", *args, timeout=600)
         assert r.returncode == 2, r.stdout + r.stderr
         lines = r.stderr.strip().splitlines()
@@ -50,7 +57,7 @@ def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback
     results = tmp_path / "results"
     results.mkdir()
     os.chmod(results, 0o777)
-    r = run(f"gpuenv/{backend}:latest", "bench", "--suite", "smoke", "--backend", backend, "--out", "results/local",
+    r = run(f"gpuenv/{backend}:latest", "bench", *SMOKE[backend], "--out", "results/local",
             env={"GPUENV_CPU_OK": "1", "GPUENV_IMAGE_ID": built[backend]}, volume=f"{results}:/home/gpuenv/results")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Traceback" not in r.stdout + r.stderr
@@ -61,7 +68,12 @@ def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback
         assert rec["what"]["device"] == "cpu" and rec["what"]["details"]["cpu_fallback"].startswith("GPUENV_CPU_OK=1")
         c = rec["where"]["machine"]["container"]
         assert c["image"] == backend and c["id"] == built[backend] and c["lock_sha256"] == lock_sha
-        assert rec["where"]["env"]["GPUENV_REQUIRE_GPU"] == "1" and rec["where"]["packages"]["torch"] == "2.13.0"
+        assert rec["where"]["env"]["GPUENV_REQUIRE_GPU"] == "1"
+        assert rec["where"]["packages"]["torch"] == locked_versions(get_image(backend))["torch"]  # 2.13.0; Isaac Lab pins 2.11.0
+    if backend == "isaaclab":  # in its image, the image's interpreter is the backend's environment
+        assert {r["case"]["task"] for r in records} == {"cartpole"}
+        assert all(r["where"]["machine"]["python"].startswith("3.12.") and r["what"]["details"]["physics_preset"] == "newton_mjwarp"
+                   for r in records)
 
 
 def test_torch_and_jax_share_one_cuda_13_stack_in_the_image(built):

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuenv.doctor import CPU_FALLBACK_HINT, cpu_ok
-from gpuenv.errors import UserError
+from gpuenv.doctor import gpu_guard
 
 
 def device_facts() -> tuple[str, dict]:
@@ -20,12 +17,8 @@ def device_facts() -> tuple[str, dict]:
     """
     backend = jax.default_backend()
     dev = jax.devices()[0]
-    fallback = os.environ.get("GPUENV_REQUIRE_GPU") == "1" and backend != "gpu"
-    if fallback and not cpu_ok():
-        raise UserError(
-            f"JAX is running on '{backend}', not the GPU this case asks for (no GPU, or CUDA libraries failed to load); "
-            f"{CPU_FALLBACK_HINT}; `gpuenv doctor` shows every check"
-        )
+    fallback = gpu_guard(backend == "gpu", f"JAX is running on '{backend}', not the GPU this case asks for "
+                         "(no GPU, or CUDA libraries failed to load)")
     label = "cpu" if backend == "cpu" else f"{backend}:{dev.device_kind}"
     details = {
         "jax_backend": backend,
@@ -34,9 +27,7 @@ def device_facts() -> tuple[str, dict]:
         "jax_default_matmul_precision": str(jax.config.jax_default_matmul_precision),  # type: ignore[attr-defined]
         "jax_enable_x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
     }
-    if fallback:  # a GPU image measured on the CPU, as asked: the record says so
-        details["cpu_fallback"] = "GPUENV_CPU_OK=1: a GPU image run on the CPU"
-    return label, details
+    return label, {**details, **fallback}  # a GPU image measured on the CPU, as asked: the record says so
 
 
 _CACHE_EVENTS = {"hit": 0, "miss": 0}

@@ -55,6 +55,10 @@ class Image:
     driver_floor: str | None = None  # a stricter minimum driver than the CUDA table's
     not_locked: tuple[str, ...] = ()  # dependencies the base image already provides, left untouched
     no_deps: tuple[str, ...] = ()  # exact pins locked (with hashes) without their dependencies (their pins conflict)
+    name: str | None = None  # the image's name (gpuenv/<name>, docker/locks/<name>.txt); None: the backend's
+    python: str = "3.11"  # the Python its lock is resolved for
+    platform: str = "x86_64-manylinux_2_28"  # the wheels' platform its lock is resolved for (linux/amd64)
+    verified: bool = True  # False: never built or run by this project (said wherever it is listed)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,14 @@ class Environment:
 
     def lock_path(self, root: Path) -> Path:
         return root / self.lock
+
+    def is_current(self, requires: tuple[str, ...]) -> bool:
+        """This interpreter is that environment already (the backend's own image): the same Python
+        and the backend's modules importable."""
+        import sys
+
+        return f"{sys.version_info[0]}.{sys.version_info[1]}" == self.python and all(
+            importlib.util.find_spec(m) is not None for m in requires)
 
 
 @dataclass(frozen=True)
@@ -123,12 +135,24 @@ class Backend:
     install_hint: str = ""  # how to get it, where a pip extra is not the way
     baseline: str | None = None  # this variant is the baseline that speedups are quoted against
     image: Image | None = None
+    more_images: tuple[Image, ...] = ()  # further images of the same backend (another base, another stack)
     aliases: tuple[str, ...] = ()  # other names for its image (`make bench-isaac`)
     environment: Environment | None = None  # None: runs in the main install
     ppo_env: PpoEnv | None = None
     trainers: tuple[Trainer, ...] = ()  # native trainers
     worker_env: str | None = None  # "module:function"() -> env vars its workers need (a compile cache ...)
     programs: tuple[str, ...] = ()  # executables it starts, found on PATH (a simulator server binary)
+    suite: str = "quick"  # the suite `make bench-<name>` runs
+
+    def in_own_image(self) -> bool:
+        """This interpreter is the backend's environment already: one of its images (GPUENV_IMAGE),
+        or the same Python with its modules importable."""
+        import os
+
+        names = {self.name, *(i.name for i in self.more_images if i.name)}
+        if os.environ.get("GPUENV_IMAGE") in names:
+            return True
+        return self.environment is not None and self.environment.is_current(self.requires)
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None] + [
@@ -137,7 +161,12 @@ class Backend:
 
     def unavailable_reason(self) -> str | None:
         if self.environment is not None:
-            return None  # its libraries live in its own environment, built on first use
+            import os
+
+            image = os.environ.get("GPUENV_IMAGE")
+            if image and not self.in_own_image():
+                return f"{self.name} runs in its own environment, not in this image (gpuenv/{image}): use its image (make bench-{self.name})"
+            return None  # its libraries live in its own environment (this interpreter's, or built on first use)
         missing = self.missing()
         if not missing:
             return None

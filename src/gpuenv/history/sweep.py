@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -39,16 +40,33 @@ def parse_spec(spec: str) -> tuple[str, list[str]]:
 
 
 def requirements(package: str, version: str, pins: list[str], backend: str) -> list[str]:
+    """gpuenv's dependencies and the backend's extra, the swept package at this version (its own
+    requirement in the extra, e.g. isaaclab==3.0.0, gives way), and the extra pins."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"]) + list(project["optional-dependencies"].get(backend, []))
-    reqs = [r for r in reqs if not r.startswith("gpuenv[")]
+    swept = canonicalize_name(package)
+    reqs = [r for r in reqs if not r.startswith("gpuenv[") and canonicalize_name(Requirement(r).name) != swept]
     return [*reqs, f"{package}=={version}", *pins]
+
+
+def version_set(package: str, version: str, pins: list[str], backend: str) -> VersionSet:
+    """One set of a sweep, for the Python the backend runs on (its own environment's, e.g. Isaac
+    Lab's 3.12, or the main install's)."""
+    from gpuenv.registry import default_registry
+
+    env = default_registry().get(backend).environment
+    python = env.python if env else f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return VersionSet(f"{package}=={version}", requirements(package, version, pins, backend), python=python)
 
 
 @dataclass
 class VersionSet:
     label: str  # "brax==0.13.0"
     requirements: list[str]
+    python: str = "3.11"  # the Python its environment is built for
     env_dir: Path | None = None
     lock: str = ""
     status: str = "pending"  # ready | unresolvable | install failed | ran | failed
@@ -59,8 +77,9 @@ class VersionSet:
     versions: dict[str, str] = field(default_factory=dict)
 
 
-def prepare(vs: VersionSet, python: str = "3.11") -> VersionSet:
+def prepare(vs: VersionSet) -> VersionSet:
     """Resolve (lock) and build the environment, or reuse the cached one with the same lock."""
+    python = vs.python
     t0 = time.perf_counter()
     tmp = envs.cache_root() / "locks"
     tmp.mkdir(parents=True, exist_ok=True)

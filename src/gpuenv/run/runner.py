@@ -130,7 +130,7 @@ def launcher(backend: Backend) -> Launcher:
     from gpuenv import envs
 
     extra = resolve(backend.worker_env)() if backend.worker_env else {}
-    if backend.environment is None:
+    if backend.environment is None or backend.in_own_image():  # its own image, or a Python that has its libraries
         return Launcher(env=extra)
     e = backend.environment
     lock_path = e.lock_path(envs.ROOT)
