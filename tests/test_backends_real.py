@@ -71,6 +71,19 @@ def test_envpool_modes(tmp_path, variant):
     assert d["num_threads"] >= 1
 
 
+@pytest.mark.parametrize("task", ["pong", "halfcheetah"])
+def test_envpool_sync_pinned_runs_with_envpools_own_benchmark_settings(tmp_path, task):
+    """The protocol of EnvPool's published table (benchmark/test_envpool.py), for the claims page:
+    threads pinned from core 0 and, for Atari only, the plain resize; recorded in the details."""
+    need("envpool")
+    case = Case("envpool", "sync-pinned", task, 2, chunk_steps=5)
+    rec = run_case(tmp_path, case)
+    check_record(rec, case)
+    d = rec["what"]["details"]
+    assert d["batch_size"] == 2 and d["thread_affinity_offset"] == 0
+    assert ("use_inter_area_resize" in d) == (task == "pong") and d.get("use_inter_area_resize") in (None, False)
+
+
 def test_envpool_async_refuses_a_chunk_it_cannot_count_exactly(tmp_path):
     need("envpool")
     spec = {"mode": "env-step-throughput", "case": Case("envpool", "async", "cartpole", 5, chunk_steps=5).to_dict(), "settings": {"min_time_s": 0.02}}

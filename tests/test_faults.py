@@ -212,13 +212,19 @@ def test_report_escapes_every_record_value_and_no_script_runs_in_chromium(good_r
     bad = copy.deepcopy(rec)
     bad["case"]["task"] = f"x' onerror='{PWN}"
     bad["case"]["backend"] = f"<script>{PWN}</script>"
-    index = build([bad], tmp_path / "site2")
-    for page in (tmp_path / "site1" / "index.html", index):
+    build([bad], tmp_path / "site2")
+    ours = {"<script src='plotly.min.js'>", "<script src='../plotly.min.js'>", "<script src='../../plotly.min.js'>",
+            "<script data-gpuenv='figure'>"}
+    pages = [p for site in ("site1", "site2") for p in (tmp_path / site).rglob("*.html")]
+    assert len(pages) >= 8  # index, claims, decision and a case page of each site
+    for page in pages:
         text = dom(page)
         assert "<body" in text
         assert not re.search(r"<body[^>]*data-pwned", text), f"script ran in {page}"
-        assert "<script>" not in page.read_text()
-    for f in (tmp_path / "site2").iterdir():
+        raw = page.read_text()
+        assert set(re.findall(r"<script[^>]*>", raw)) <= ours, page  # only the site's own scripts
+        assert "<script>" not in raw and "onerror='" not in raw, page
+    for f in (tmp_path / "site2").rglob("*"):
         assert re.fullmatch(r"[A-Za-z0-9_.-]+", f.name), f.name
 
 

@@ -759,6 +759,62 @@ def report(
     console.print(f"wrote {index} ({len(records)} records)")
 
 
+@app.command()
+def claims(
+    paths: Annotated[list[Path] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Every published claim in claims/register.toml beside its closest measured case, or the run it needs."""
+    from gpuenv import claims as cl
+    from gpuenv.history.load import load_records
+
+    records, problems = load_records(paths or [Path("results")], "records")
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    results = cl.check_all(records)
+    if as_json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return
+    for line in cl.text_report(results, cl.register_path()):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command()
+def decide(
+    task: Annotated[str, typer.Option("--task", "-t", help="the task (gpuenv list tasks)")],
+    budget: Annotated[str, typer.Option("--budget", help="env steps per run: 50M, 1B, 2e7 ...")],
+    configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
+    results: Annotated[list[Path] | None, typer.Option("--results", help="record files or directories (default: results/)")] = None,
+) -> None:
+    """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
+    from gpuenv.decide import decide as run_decide
+    from gpuenv.decide import parse_steps
+    from gpuenv.history.load import load_records
+    from gpuenv.report.format import duration
+    from gpuenv.tasks import get_task
+
+    get_task(task)  # an unknown task: one line naming the known ones
+    steps = parse_steps(budget)
+    records, problems = load_records(results or [Path("results")], "records")
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {msg}")
+    d = run_decide(task, steps, configs, records)
+    t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {d.machine}", title_justify="left")
+    for col in ("backend", "envs", "env steps/s", "startup+compile s", "wall-clock to budget", "with PPO training"):
+        t.add_column(col)
+    for o in d.options:
+        tw = o.train_wall_s(steps, configs)
+        t.add_row(o.selector, str(o.num_envs), f"{o.rate:,.0f} ({o.ci[0]:,.0f}-{o.ci[1]:,.0f})", f"{o.fixed_s:.1f}",
+                  duration(o.wall_s(steps, configs)), duration(tw) if tw else "-")
+    console.print(t)
+    console.print(f"[bold]row[/]: {d.row}", highlight=False)
+    console.print(f"[bold]answer[/]: {d.answer}", highlight=False)
+    for w in d.why:
+        console.print(f"  why: {w}", highlight=False, markup=False)
+    for n in d.needs_gpu:
+        console.print(f"  needs GPU measurements: {n}", highlight=False, markup=False)
+
+
 @app.command("asv-import")
 def asv_import(
     paths: Annotated[list[Path], typer.Argument(help="record files or result directories")],

@@ -1,4 +1,4 @@
-"""`gpuenv report`: a static site (HTML + PNG, no scripts, works offline) from stored records.
+"""`gpuenv report`: the report site (HTML, PNG and interactive plotly figures; works offline) from stored records.
 
 Each measurement mode contributes its sections (throughput: scaling plots, a backend comparison at one
 num_envs, the decision table; time-to-reward: charts and a table); the site adds the history of every
@@ -75,45 +75,59 @@ def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, p
     plt.close(fig)
 
 
-CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}.nav{font-size:14px}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
+table.kv th{text-align:left;vertical-align:top}.figure{margin:1em 0}
+table.claims td,table.decision td{text-align:left;vertical-align:top}
 table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,td:nth-child(2),th{text-align:left}img{max-width:100%;border:1px solid #eee}h2{border-bottom:1px solid #ddd}
 .note{color:#666;font-size:13px}"""
 
 
 def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
-    """index.html (and its PNGs) in `out`. Records of different machines (by identity and reference
-    speed, gpuenv.measure.fingerprint) never share a plot or a table: each machine gets its own page
-    under machine-N/, and index.html lists them."""
+    """index.html (PNGs beside it, interactive figures over them) in `out`, plus claims.html,
+    decision.html and one page per case (cases/), with the records themselves (records/). Records of
+    different machines (by identity and reference speed, gpuenv.measure.fingerprint) never share a
+    plot or a table: each machine gets its own page under machine-N/, and index.html lists them."""
+    from gpuenv.report import interactive as ix
 
     out.mkdir(parents=True, exist_ok=True)
     for name in sorted({label(r) for r in records}):
         colour(name)
+    ix.write_plotly_js(out)
+    for r in records:
+        ix.case_page(r, out, CSS)
+    ix.claims_page(records, out, CSS)
+    ix.decision_page(records, out, CSS)
     groups = machines(records)
     if len(groups) == 1:
-        return _page(records, out, num_envs, groups[0][0])
+        return _page(records, out, num_envs, groups[0][0], "")
     items = []
     for i, (machine, recs) in enumerate(groups, 1):
-        _page(recs, out / f"machine-{i}", num_envs, machine)
+        _page(recs, out / f"machine-{i}", num_envs, machine, "../")
         items.append(f"<li><a href='machine-{i}/index.html'>machine {i}</a>: {attr(machine)} ({len(recs)} records)</li>")
     page = _html(
-        f"<h1>gpuenv results</h1><p class='note'>{len(records)} records from {len(groups)} machines, told apart by identity "
+        ix.nav("") + f"<h1>gpuenv results</h1><p class='note'>{len(records)} records from {len(groups)} machines, told apart by identity "
         f"and a reference workload's speed (or one machine whose speed changed between runs); built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
-        f"Their numbers are not comparable, so each has its own page.</p><ul>{''.join(items)}</ul>"
+        f"Their numbers are not comparable, so each has its own page.</p><ul>{''.join(items)}</ul>", ""
     )
     index = out / "index.html"
     index.write_text(page)
     return index
 
 
-def _html(body: str) -> str:
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>gpuenv results</title><style>{CSS}</style></head><body>{body}</body></html>"
+def _html(body: str, prefix: str) -> str:
+    from gpuenv.report.interactive import page
+
+    return page(body, CSS, prefix)
 
 
-def _page(records: list[dict], out: Path, num_envs: int | None, machine: str) -> Path:
+def _page(records: list[dict], out: Path, num_envs: int | None, machine: str, prefix: str) -> Path:
+    from gpuenv.report import interactive as ix
+
     out.mkdir(parents=True, exist_ok=True)
-    parts = [f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
+    parts = [ix.nav(prefix), f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
              f"Machine: {attr(machine)}. Latest record per case unless a history plot says otherwise.</p>"]
+    parts += ix.machine_sections(list(latest(records).values()) + [r for r in records if r["status"] != "ok"], prefix)
     parts += [f"<p class='note'>Warning: {attr(line)}</p>" for line in drift(records)]
     for mode in all_modes():
         mine = [r for r in records if r["measurement_mode"] == mode.name]
@@ -131,5 +145,5 @@ def _page(records: list[dict], out: Path, num_envs: int | None, machine: str) ->
             parts.append("<p class='note'>Not enough history yet: a case needs records from two different "
                          f"{'commits' if key == 'commit' else 'library versions'}.</p>")
     index = out / "index.html"
-    index.write_text(_html("".join(parts)))
+    index.write_text(_html("".join(parts), prefix))
     return index

@@ -11,9 +11,14 @@ BACKEND = Backend(
     adapter="gpuenv.backends.envpool.adapter",
     requires=("envpool",),
     extra="envpool",
-    variants=("sync", "async"),
+    variants=("sync", "async", "sync-pinned"),
     description="EnvPool: C++ thread pool of envs",
-    variant_notes={"sync": "batch_size = num_envs", "async": "send/recv with batch_size = num_envs / 2"},
+    variant_notes={
+        "sync": "batch_size = num_envs",
+        "async": "send/recv with batch_size = num_envs / 2",
+        "sync-pinned": "sync with EnvPool's own benchmark settings (benchmark/test_envpool.py): thread_affinity_offset=0, "
+                       "Atari use_inter_area_resize=False; the protocol of EnvPool's published table",
+    },
     min_envs={"async": 2},
     packages=("envpool",),
     library="envpool",

@@ -1,7 +1,9 @@
 """EnvPool: a C++ thread pool stepping a batch of envs.
 
-Variants: `sync` (batch_size = num_envs, one step() per batch) and `async` (send/recv with
-batch_size = num_envs / 2: the pool keeps stepping the other half while Python handles one).
+Variants: `sync` (batch_size = num_envs, one step() per batch), `async` (send/recv with
+batch_size = num_envs / 2: the pool keeps stepping the other half while Python handles one), and
+`sync-pinned`: sync with the settings of EnvPool's own benchmark script, so a published EnvPool
+figure can be compared under its protocol as well as gpuenv's (threads pinned, Atari's plain resize).
 """
 
 from __future__ import annotations
@@ -43,11 +45,25 @@ def require_env(env_id: str) -> None:
         )
 
 
+def own_protocol(variant: str, env_id: str) -> dict[str, Any]:
+    """The settings of EnvPool's own benchmark script (benchmark/test_envpool.py) that differ from
+    envpool.make's defaults, for the `sync-pinned` variant: worker threads pinned to cores from 0,
+    and for Atari the plain (not INTER_AREA) resize. Other variants use EnvPool's defaults."""
+    if variant != "sync-pinned":
+        return {}
+    fields = envpool.make_spec(env_id).config._fields
+    out: dict[str, Any] = {"thread_affinity_offset": 0}
+    if "use_inter_area_resize" in fields:
+        out["use_inter_area_resize"] = False
+    return out
+
+
 class EnvPoolStepper:
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
         require_env(native.env_id)
         n = case.num_envs
-        self.batch = n if case.variant == "sync" else max(1, n // 2)
+        self.async_mode = case.variant == "async"
+        self.batch = max(1, n // 2) if self.async_mode else n
         # EnvPool's own default (num_threads=0) resolves to min(batch_size, cores); pass it explicitly
         # so the record states the value used.
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -60,8 +76,8 @@ class EnvPoolStepper:
             num_threads=self.num_threads,
             seed=case.seed,
             **({"max_episode_steps": NO_TIME_LIMIT} if no_time_limit else {}),
+            **own_protocol(case.variant, native.env_id),
         )
-        self.async_mode = case.variant == "async"
         if self.async_mode:
             self.env.async_reset()
             self._env_id = self.env.recv()[-1]["env_id"]
@@ -85,6 +101,7 @@ class EnvPoolStepper:
             device="cpu",
             details={
                 "mode": case.variant,
+                **own_protocol(case.variant, native.env_id),
                 "batch_size": self.batch,
                 "num_threads": self.num_threads,
                 "env_type": "gymnasium",

@@ -1,0 +1,180 @@
+"""`gpuenv decide --task T --budget STEPS [--configs K]`: the course's decision, computed from records.
+
+The course ends with a decision table, not a model:
+
+    course tasks                 -> Godot CPU is fine
+    budget < 50M steps           -> CPU is fine
+    20+ hyperparameter configs   -> consider EnvPool
+    a NeurIPS submission         -> almost surely GPU
+
+This module answers it from measured records of one machine: per backend, the wall-clock to the
+budget (startup and compile included, configs one after another), from its best measured throughput
+on the task and, where time-to-reward records exist, from the rate PPO trained at (simulation plus
+training). It names the row the question lands in and why, the framework to use, and which rows
+this machine's records cannot check (a GPU backend measured only on a CPU).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpuenv.errors import UserError
+
+BUDGET_LIMIT = 50_000_000  # the course's "budget < 50M steps: CPU is fine"
+CONFIGS_ENVPOOL = 20  # "20+ hyperparameter configs: consider EnvPool"
+NEURIPS = 1_000_000_000  # the course's GPU scale: "1B steps take about 7 hours at 40k steps/s"
+
+ROWS = {
+    "course": "course tasks: Godot CPU is fine",
+    "small": "budget < 50M steps: CPU is fine",
+    "configs": "20+ hyperparameter configs: consider EnvPool",
+    "gpu": "a NeurIPS submission: almost surely GPU",
+}
+
+
+def parse_steps(text: str) -> int:
+    """'50M', '1B', '2.5e7', '200k', '1_000_000' -> steps; UserError on anything else."""
+    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kKmMbBgG]?)\s*", text)
+    if not m:
+        raise UserError(f"--budget {text!r} is not a number of steps: write e.g. 50M, 1B, 200k or 2e7")
+    scale = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}[m.group(2).lower()]
+    steps = int(float(m.group(1).replace("_", "")) * scale)
+    if steps < 1:
+        raise UserError(f"--budget {text!r} must be at least 1 step")
+    return steps
+
+
+@dataclass
+class Option:
+    selector: str  # backend:variant
+    num_envs: int
+    rate: float  # env steps/s, median
+    ci: tuple[float, float]
+    fixed_s: float  # startup + compile, per run
+    device: str  # where it was measured
+    gpu_backend: bool  # the backend steps on a GPU where there is one
+    case_key: str
+    train_rate: float | None = None  # env steps/s PPO trained at (time-to-reward records)
+    ttr: str = ""  # what the time-to-reward records say
+
+    def wall_s(self, budget: int, configs: int) -> float:
+        return configs * (self.fixed_s + budget / self.rate)
+
+    def train_wall_s(self, budget: int, configs: int) -> float | None:
+        return None if not self.train_rate else configs * (self.fixed_s + budget / self.train_rate)
+
+
+@dataclass
+class Decision:
+    task: str
+    budget: int
+    configs: int
+    machine: str
+    options: list[Option]
+    row: str
+    answer: str
+    why: list[str] = field(default_factory=list)
+    needs_gpu: list[str] = field(default_factory=list)
+
+
+def _course_task(task: str) -> bool:
+    """A task of the course's own simulator (Godot)."""
+    from gpuenv.registry import default_registry
+
+    godot = default_registry().backends.get("godot")
+    return bool(godot and task in godot.tasks)
+
+
+def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
+    """(machine, one option per backend:variant) from the machine with the newest records of this
+    task: records of different machines never mix in one answer."""
+    from gpuenv.measure.fingerprint import machines
+    from gpuenv.registry import default_registry
+
+    mine = [r for r in records if r.get("status") == "ok" and r["case"]["task"] == task]
+    if not mine:
+        raise UserError(f"no ok record of task {task!r} in these results: measure it first "
+                        f"(gpuenv bench --task {task}), or pass --results with the directories that have it")
+    groups = machines(mine)
+    machine, recs = max(groups, key=lambda g: max(r["created_utc"] for r in g[1]))
+    reg = default_registry()
+    best: dict[str, Option] = {}
+    for r in recs:
+        if r["measurement_mode"] != "env-step-throughput":
+            continue
+        sel = f"{r['case']['backend']}:{r['case']['variant']}"
+        s = r["summary"]
+        rate = s["env_steps_per_s"]["median"]
+        if sel in best and best[sel].rate >= rate:
+            continue
+        b = reg.backends.get(r["case"]["backend"])
+        best[sel] = Option(sel, r["case"]["num_envs"], rate, (s["env_steps_per_s"]["ci_low"], s["env_steps_per_s"]["ci_high"]),
+                           float(s.get("startup_s_median") or 0) + float(s.get("compile_s_median") or 0),
+                           str(r["what"].get("device", "cpu")), bool(b and b.device == "gpu"), r["case_key"])
+    for r in recs:  # time-to-reward: the rate PPO trained at, where the same backend:variant has one
+        if r["measurement_mode"] != "time-to-reward":
+            continue
+        sel = f"{r['case']['backend']}:{r['case']['variant']}"
+        s = r["summary"]
+        steps, wall = s["env_steps_to_threshold"]["median"], s["train_time_to_threshold_s"]["median"]
+        if sel in best and steps and wall:
+            best[sel].train_rate = steps / wall
+            best[sel].ttr = (f"PPO ({r['case']['trainer']}) reached return {r['case']['threshold']:g} in {s['time_to_threshold_s']['median']:.0f} s "
+                             f"median ({steps:,.0f} env steps), {s['reached']}/{s['seeds']} seeds")
+    if not best:
+        raise UserError(f"no throughput record of task {task!r} on {machine}: run `gpuenv bench --task {task}` first")
+    return machine, sorted(best.values(), key=lambda o: -o.rate)
+
+
+def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decision:
+    if configs < 1:
+        raise UserError(f"--configs must be >= 1 (got {configs})")
+    machine, opts = options_for(task, records)
+    total = budget * configs
+    cpu_opts = [o for o in opts if not o.gpu_backend]
+    fastest = min(opts, key=lambda o: o.wall_s(budget, configs))
+    from gpuenv.report.format import duration
+
+    def line(o: Option) -> str:
+        t = o.train_wall_s(budget, configs)
+        ppo = f"; with PPO training {duration(t)} (time-to-reward records)" if t else ""
+        return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} "
+                f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
+
+    why, needs = [], []
+    gpu_here = [o for o in opts if o.gpu_backend and o.device.startswith("gpu")]
+    gpu_cpu = [o for o in opts if o.gpu_backend and not o.device.startswith("gpu")]
+    if gpu_cpu:
+        needs.append(f"{', '.join(o.selector for o in gpu_cpu)} step on a GPU where there is one; here they were measured on the CPU, "
+                     f"so the '{ROWS['gpu']}' row and how far below {BUDGET_LIMIT // 1_000_000}M steps a GPU stops paying for its "
+                     "startup and compile need GPU measurements (gpuenv bench --suite throughput on a GPU machine)")
+    if _course_task(task):
+        row = ROWS["course"]
+        pick = min((o for o in opts if o.selector.startswith("godot:")), key=lambda o: o.wall_s(budget, configs), default=fastest)
+        why.append(f"{task} is a course task (Godot's): {line(pick)}")
+    elif configs >= CONFIGS_ENVPOOL:
+        row = ROWS["configs"]
+        pool = [o for o in opts if o.selector.startswith("envpool:")]
+        pick = min(pool, key=lambda o: o.wall_s(budget, configs)) if pool else fastest
+        why.append(f"{configs} configs >= {CONFIGS_ENVPOOL}: many short CPU runs, where EnvPool's in-process pool wins: {line(pick)}")
+        if not pool:
+            why.append(f"no EnvPool record of {task} here: gpuenv bench --backend envpool --task {task}")
+    elif total <= BUDGET_LIMIT:
+        row = ROWS["small"]
+        pick = min(cpu_opts, key=lambda o: o.wall_s(budget, configs)) if cpu_opts else fastest
+        why.append(f"{total:,} steps in all is within the course's {BUDGET_LIMIT:,} (taken as 'up to'): the fastest CPU backend "
+                   f"measured here finishes in {duration(pick.wall_s(budget, configs))}: {line(pick)}")
+    else:
+        row = ROWS["gpu"]
+        pick = min(gpu_here, key=lambda o: o.wall_s(budget, configs)) if gpu_here else fastest
+        why.append(f"{total:,} steps in all is past the course's {BUDGET_LIMIT:,}: at this scale a GPU simulator pays for its startup")
+        if not gpu_here:
+            why.append(f"this machine measured no backend on a GPU; its fastest is {line(pick)}")
+    for o in opts:
+        if o is not pick:
+            why.append(f"vs {line(o)}")
+    if pick.ttr:
+        why.append(pick.ttr)
+    answer = f"{pick.selector} ({pick.num_envs} envs): {duration(pick.wall_s(budget, configs))} on this machine"
+    return Decision(task, budget, configs, machine, opts, row, answer, why, needs)

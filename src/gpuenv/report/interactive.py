@@ -1,0 +1,336 @@
+"""The interactive half of the report site: plotly figures (hover a point for its case, value,
+interval, machine and memory; click it for the case's page), one page per case, the claims page and
+the decision page. Self-contained and offline: plotly.min.js is written once at the site's root
+from the installed plotly package and every page loads it by a relative path; nothing is fetched.
+
+Every record value reaches a page escaped: as HTML text through `attr`, and inside a figure's JSON
+with <, > and & as \\u escapes, so no value can close the script that carries it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shlex
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from gpuenv.report.format import attr, fmt_rate, host_memory, html_table, label, slug
+
+PLOTLY_JS = "plotly.min.js"
+NAV = (("index.html", "results"), ("claims.html", "claims"), ("decision.html", "decision"))
+
+
+def write_plotly_js(root: Path) -> None:
+    from plotly.offline import get_plotlyjs
+
+    path = root / PLOTLY_JS
+    text = get_plotlyjs()
+    if not path.exists() or path.stat().st_size != len(text.encode()):
+        path.write_text(text)
+
+
+def _safe_json(value: Any) -> str:
+    from plotly.utils import PlotlyJSONEncoder
+
+    return json.dumps(value, cls=PlotlyJSONEncoder).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def figure(div_id: str, data: list[dict], layout: dict, height: int = 420) -> str:
+    """A plotly figure: its div, and the script that draws it (clicking a point with a URL in its
+    customdata opens that page)."""
+    base = {"height": height, "margin": {"l": 70, "r": 20, "t": 40, "b": 60}, "hovermode": "closest", "template": "plotly_white"}
+    import plotly.graph_objects as go
+
+    fig = go.Figure(data=data, layout={**base, **layout})  # validates the traces and layout
+    spec = fig.to_plotly_json()
+    config = {"displaylogo": False, "responsive": True, "showLink": False}
+    return (f"<div id='{attr(div_id)}' class='figure'></div>"
+            f"<script data-gpuenv='figure'>(function(){{var d=document.getElementById({_safe_json(div_id)});"
+            f"Plotly.newPlot(d,{_safe_json(spec['data'])},{_safe_json(spec['layout'])},{_safe_json(config)});"
+            "d.on('plotly_click',function(e){var u=e.points[0].customdata;if(u){window.location.href=u;}});})();</script>")
+
+
+def head(prefix: str) -> str:
+    return f"<script src='{prefix}{PLOTLY_JS}'></script>"
+
+
+def nav(prefix: str) -> str:
+    links = " · ".join(f"<a href='{prefix}{href}'>{text}</a>" for href, text in NAV)
+    return f"<p class='nav'>{links}</p>"
+
+
+# --- cases -----------------------------------------------------------------------------------------
+
+
+def case_href(r: dict) -> str:
+    """A record's page, relative to the site's root."""
+    return f"cases/{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}.html"
+
+
+def record_href(r: dict) -> str:
+    return f"records/{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}.json"
+
+
+def reproduce(r: dict) -> list[str]:
+    """The exact commands that reproduce a record: the same suite narrowed to this case, here or in
+    the image it ran in."""
+    c = r["case"]
+    args = ["bench", "--suite", str(r.get("suite") or "quick"), "--backend", f"{c['backend']}:{c['variant']}", "--task", c["task"]]
+    if r["measurement_mode"] == "env-step-throughput":
+        args += ["--num-envs", str(c["num_envs"])]
+    out = [shlex.join(["gpuenv", *args])]
+    container = r["where"]["machine"].get("container")
+    if container and container.get("image"):
+        ref = container.get("ref") or f"gpuenv/{container['image']}:latest"
+        gpu = ["--gpus", "all"] if r["where"]["machine"].get("gpus") else []
+        out.append(shlex.join(["docker", "run", "--rm", *gpu, ref, *args]))
+    git = r["where"].get("git") or {}
+    if git.get("sha"):
+        out.insert(0, f"git checkout {git['sha']}  # the gpuenv commit it ran with{' (uncommitted changes on top)' if git.get('dirty') else ''}")
+    return out
+
+
+def _kv(rows: list[tuple[str, Any]]) -> str:
+    return "<table class='kv'>" + "".join(f"<tr><th>{attr(k)}</th><td>{attr(v)}</td></tr>" for k, v in rows) + "</table>"
+
+
+def case_page(r: dict, root: Path, css: str) -> None:
+    from gpuenv.modes import of
+
+    path = root / case_href(r)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rec_path = root / record_href(r)
+    rec_path.parent.mkdir(parents=True, exist_ok=True)
+    rec_path.write_text(json.dumps(r, indent=1, default=str))
+    prefix = "../../"
+    h = of(r).headline(r) if r["status"] == "ok" else None
+    m = r["where"]["machine"]
+    container = m.get("container") or {}
+    env = r["where"].get("environment") or {}
+    s = r.get("summary") or {}
+    rows: list[tuple[str, Any]] = [
+        ("status", r["status"] + (f": {r['failure'].get('reason')}" if r.get("failure") else "")),
+        ("headline", f"{h.value:,.4g} {h.unit} (95% interval {h.ci_low:,.4g}-{h.ci_high:,.4g})" if h else "-"),
+        ("measurement mode", r["measurement_mode"]), ("suite", r.get("suite")), ("run", r.get("run_id")),
+        ("created (UTC)", r.get("created_utc")),
+        ("native env", r["what"].get("native_env_id")), ("device", r["what"].get("device")),
+        ("reset mode", r["what"].get("reset_mode")), ("physics", json.dumps(r["what"].get("physics"))),
+        ("startup s (median)", s.get("startup_s_median")), ("compile s (median)", s.get("compile_s_median")),
+        ("host memory MiB (per env)", host_memory(s) if s else "-"), ("device peak MiB", s.get("device_peak_mib")),
+        ("machine", f"{m.get('cpu_model')} ({m.get('cpu_logical')} logical cores), {m.get('memory_gib')} GiB, "
+                    f"GPUs: {', '.join(g.get('name', '?') for g in m.get('gpus') or []) or 'none'}"),
+        ("python", m.get("python")), ("gpuenv commit", (r["where"].get("git") or {}).get("sha")),
+        ("image", container.get("image") or "none (ran outside a gpuenv image)"), ("image id", container.get("id") or "-"),
+        ("image base", container.get("base") or "-"),
+        ("lock sha256", container.get("lock_sha256") or env.get("lock_sha256") or "- (the main install)"),
+        ("environment", env.get("path") or "main install"),
+    ]
+    packages = sorted((r["where"].get("packages") or {}).items())
+    phases = (s.get("phases") or {}) if s else {}
+    phase_rows = [[name, fmt_rate(p["env_steps_per_s"]["median"]) if p.get("env_steps_per_s") else ("n/a" if p.get("absent") else "failed"),
+                   f"{p['vs_step_reset']['median']:.2f} ({p['vs_step_reset']['ci_low']:.2f}-{p['vs_step_reset']['ci_high']:.2f})"
+                   if p.get("vs_step_reset") else "-", p.get("how") or p.get("absent") or p.get("failed") or ""]
+                  for name, p in phases.items()]
+    details = sorted(((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in (r["what"].get("details") or {}).items()))
+    body = (nav(prefix) + f"<h1>{attr(r['case_key'])}</h1>"
+            f"<p class='note'><a href='{prefix}{record_href(r)}'>the record (JSON)</a></p>"
+            "<h2>Reproduce</h2><pre>" + attr("\n".join(reproduce(r))) + "</pre>"
+            "<h2>Result and provenance</h2>" + _kv(rows)
+            + ("<h2>Phases</h2>" + html_table(["phase", "env steps/s", "ratio to step+reset", "what ran / why not"], phase_rows, "phases")
+               if phase_rows else "")
+            + "<h2>Backend details</h2>" + _kv(details)
+            + "<h2>Package versions</h2>" + html_table(["package", "version"], [list(p) for p in packages], "packages"))
+    path.write_text(page(body, css, prefix))
+
+
+def page(body: str, css: str, prefix: str) -> str:
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>gpuenv results</title><style>{css}</style>"
+            f"{head(prefix)}</head><body>{body}</body></html>")
+
+
+# --- a machine's throughput, interactive -----------------------------------------------------------
+
+
+def _hover(r: dict) -> str:
+    s = r["summary"]
+    e = s["env_steps_per_s"]
+    parts = [f"<b>{html.escape(r['case_key'])}</b>",
+             f"{fmt_rate(e['median'])} env steps/s ({fmt_rate(e['ci_low'])}-{fmt_rate(e['ci_high'])})",
+             f"startup {s.get('startup_s_median') or 0:.1f} s, compile {s.get('compile_s_median') or 0:.1f} s",
+             f"host memory {html.escape(host_memory(s))} MiB",
+             html.escape(f"{r['where']['machine'].get('cpu_model')}"), "click: the case's page"]
+    return "<br>".join(parts)
+
+
+def throughput_figures(records: list[dict], prefix: str) -> list[str]:
+    """Per task: env steps/s over num_envs, one line per backend:variant, 95% interval as error bars."""
+    from gpuenv.tasks import task_rank
+
+    by_task: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r["status"] == "ok" and r["measurement_mode"] == "env-step-throughput":
+            by_task[r["case"]["task"]][label(r)].append(r)
+    out = []
+    for task in sorted(by_task, key=task_rank):
+        traces = []
+        for name, rs in sorted(by_task[task].items()):
+            rs.sort(key=lambda r: r["case"]["num_envs"])
+            e = [r["summary"]["env_steps_per_s"] for r in rs]
+            traces.append({
+                "type": "scatter", "mode": "lines+markers", "name": html.escape(name),
+                "x": [r["case"]["num_envs"] for r in rs], "y": [v["median"] for v in e],
+                "error_y": {"type": "data", "symmetric": False, "array": [v["ci_high"] - v["median"] for v in e],
+                            "arrayminus": [v["median"] - v["ci_low"] for v in e]},
+                "text": [_hover(r) for r in rs], "hovertemplate": "%{text}<extra></extra>",
+                "customdata": [prefix + case_href(r) for r in rs],
+            })
+        out.append(f"<h3>{attr(task)}</h3>" + figure(
+            f"scaling-{slug(task)}", traces,
+            {"title": {"text": f"{html.escape(task)}: env steps/s over num_envs (hover a point; click for its case)"},
+             "xaxis": {"title": {"text": "num_envs"}, "type": "log", "dtick": 0.30103},
+             "yaxis": {"title": {"text": "env steps/s (median, 95% interval)"}, "type": "log"}}))
+    return out
+
+
+def case_table(records: list[dict], prefix: str) -> str:
+    """Every record of the page, linked to its case page, with memory and phase columns once measured."""
+    from gpuenv.tasks import task_rank
+
+    rows = []
+    for r in sorted(records, key=lambda r: (task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"], r["created_utc"])):
+        s = r.get("summary") or {}
+        phases = s.get("phases") or {}
+        ph = ", ".join(f"{k} {p['vs_step_reset']['median']:.2f}" for k, p in phases.items() if p.get("vs_step_reset")) or "-"
+        if r["measurement_mode"] == "env-step-throughput" and r["status"] == "ok":
+            value = f"{fmt_rate(s['env_steps_per_s']['median'])} env steps/s"
+        elif r["status"] == "ok":
+            from gpuenv.modes import of
+
+            h = of(r).headline(r)
+            value = f"{h.value:,.3g} {h.unit}"
+        else:
+            value = r["status"]
+        dev = s.get("device_peak_mib")
+        rows.append(f"<tr><td><a href='{attr(prefix + case_href(r))}'>{attr(r['case_key'])}</a></td><td>{attr(value)}</td>"
+                    f"<td>{attr(host_memory(s) if s else '-')}</td><td>{attr('-' if dev is None else f'{dev:,.0f}')}</td>"
+                    f"<td>{attr(ph)}</td><td>{attr(r.get('run_id'))}</td></tr>")
+    head_ = "".join(f"<th>{h}</th>" for h in ("case (its page)", "headline", "host MiB (/env)", "device peak MiB",
+                                               "phase ratios to step+reset", "run"))
+    return f"<table class='cases'><thead><tr>{head_}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def machine_sections(records: list[dict], prefix: str) -> list[str]:
+    return (["<h2 id='interactive'>Throughput, interactive</h2>"] + throughput_figures(records, prefix)
+            + ["<h2 id='cases'>Every case: its page has the record, image id, lock hash and the command that reproduces it</h2>",
+               case_table(records, prefix)])
+
+
+# --- claims ----------------------------------------------------------------------------------------
+
+
+def claims_page(records: list[dict], root: Path, css: str) -> Path:
+    from gpuenv import claims as cl
+
+    results = cl.check_all(records)
+    rows, ys, claimed, measured, mlow, mhigh, texts, links, mtexts = [], [], [], [], [], [], [], [], []
+    for res in results:
+        c = res.claim
+        m = res.measured
+        ys.append(html.escape(c.id))
+        lo, hi = c.stated_range()
+        claimed.append(c.central)
+        texts.append("<br>".join([f"<b>{html.escape(c.id)}</b>", html.escape(c.who), f"claimed: {html.escape(c.stated)}",
+                                  html.escape(c.hardware)]))
+        measured.append(m.value if m else None)
+        mlow.append(m.value - m.ci_low if m else None)
+        mhigh.append(m.ci_high - m.value if m else None)
+        links.append(case_href(m.record) if m else "")
+        mtexts.append("<br>".join([f"<b>{html.escape(c.id)}</b>: measured {html.escape(cl.with_unit(m.value, c.unit))}",
+                                   html.escape(m.case_key), html.escape(cl.machine_label(m.record)),
+                                   f"claimed / measured: {res.ratio:.3g}", "click: the case's page"]) if m and res.ratio else "")
+        why = "; ".join(res.differences) or res.detail
+        if res.status == "arithmetic":
+            mcell = res.detail
+        elif m:
+            mcell = f"{cl.with_unit(m.value, c.unit)} ({cl.fmt(m.ci_low, c.unit)}-{cl.fmt(m.ci_high, c.unit)}) on {cl.machine_label(m.record)}"
+        else:
+            mcell = "nothing comparable yet"
+        case = f"<a href='{attr(case_href(m.record))}'>{attr(m.case_key)}</a>" if m else ""
+        ratio = f"{res.ratio:.3g}" if res.ratio else "-"
+        rows.append(f"<tr id='claim-{attr(slug(c.id))}'><td>{attr(c.id)}</td><td>{attr(c.who)}<br><span class='note'>{attr(c.source)}</span></td>"
+                    f"<td>{attr(c.stated)}<br><span class='note'>{attr(c.hardware)}; {attr(c.protocol)}</span></td>"
+                    f"<td>{attr(mcell)}<br>{case}</td><td>{attr(ratio)}</td><td>{attr(why)}</td><td>{attr(res.to_check)}</td></tr>")
+    rate_units = {"env steps/s", "frames/s", "physics steps/s"}
+    keep = [i for i, res in enumerate(results) if res.claim.unit in rate_units]
+    pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
+    traces = [
+        {"type": "scatter", "mode": "markers", "name": "claimed", "y": pick(ys), "x": pick(claimed), "text": pick(texts),
+         "hovertemplate": "%{text}<extra></extra>", "marker": {"symbol": "diamond", "size": 11, "color": "#d62728"}},
+        {"type": "scatter", "mode": "markers", "name": "measured (95% interval)", "y": pick(ys), "x": pick(measured),
+         "text": pick(mtexts), "customdata": pick(links), "hovertemplate": "%{text}<extra></extra>",
+         "error_x": {"type": "data", "symmetric": False, "array": pick(mhigh), "arrayminus": pick(mlow)},
+         "marker": {"size": 10, "color": "#1f77b4"}},
+    ]
+    fig = figure("claims-figure", traces, {
+        "title": {"text": "Claimed (red) vs measured (blue), each in the claim's own unit: the gap is the result"},
+        "xaxis": {"title": {"text": "rate (log)"}, "type": "log"}, "yaxis": {"automargin": True, "autorange": "reversed"},
+        "legend": {"orientation": "h"}}, height=max(420, 34 * len(keep) + 120))
+    measured_n = sum(r.status == "measured" for r in results)
+    body = (nav("") + "<h1>Published claims, checked</h1>"
+            f"<p class='note'>{len(results)} claims from claims/register.toml; {measured_n} have a measured counterpart. "
+            "Each is compared with the closest measured case (same task and backend, nearest num_envs, the claim's unit), "
+            "and the ratio claimed / measured is the gap; why they differ is said where it is known. Ratio claims "
+            "(EnvPool's 'x' over SubprocVecEnv) and arithmetic are in the table.</p>"
+            + fig + "<table class='claims'><thead><tr><th>claim</th><th>who, source</th><th>as stated</th><th>measured</th>"
+            "<th>claimed / measured</th><th>why they differ</th><th>to check it</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    path = root / "claims.html"
+    path.write_text(page(body, css, ""))
+    return path
+
+
+# --- decision --------------------------------------------------------------------------------------
+
+BUDGETS = (1_000_000, 10_000_000, 50_000_000, 1_000_000_000)
+
+
+def decision_page(records: list[dict], root: Path, css: str) -> Path:
+    from gpuenv.decide import decide
+    from gpuenv.errors import UserError
+    from gpuenv.tasks import task_rank
+
+    tasks = sorted({r["case"]["task"] for r in records if r["status"] == "ok" and r["measurement_mode"] == "env-step-throughput"},
+                   key=task_rank)
+    parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
+             "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
+             "almost surely GPU), answered from the records of one machine per task: wall-clock to the budget per backend, "
+             "startup and compile included, as `gpuenv decide --task T --budget STEPS [--configs K]` prints it.</p>"]
+    for task in tasks:
+        rows = []
+        fig_traces: dict[str, list[float]] = defaultdict(list)
+        machine = ""
+        needs: list[str] = []
+        for budget, configs in [*((b, 1) for b in BUDGETS), (10_000_000, 20)]:
+            try:
+                d = decide(task, budget, configs, records)
+            except UserError as e:
+                rows.append([f"{configs} x {budget:,}", str(e), "", ""])
+                continue
+            machine, needs = d.machine, d.needs_gpu
+            rows.append([f"{configs} x {budget:,}", d.row, d.answer, d.why[0] if d.why else ""])
+            if configs == 1:
+                for o in d.options:
+                    fig_traces[o.selector].append(o.wall_s(budget, 1) / 3600)
+        traces = [{"type": "bar", "name": html.escape(sel), "x": [f"{b:,}" for b in BUDGETS][:len(v)], "y": v,
+                   "hovertemplate": f"{html.escape(sel)}: %{{y:.3g}} h to %{{x}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
+        parts.append(f"<h2>{attr(task)}</h2><p class='note'>records of {attr(machine)}</p>")
+        parts.append(html_table(["runs x steps", "decision-table row", "answer", "why"], rows, "decision"))
+        if traces:
+            parts.append(figure(f"decision-{slug(task)}", traces, {
+                "title": {"text": f"{html.escape(task)}: hours to the budget (one run)"}, "barmode": "group",
+                "yaxis": {"title": {"text": "hours (log)"}, "type": "log"}, "xaxis": {"title": {"text": "env steps"}}}))
+        parts += [f"<p class='note'>Needs GPU measurements: {attr(n)}</p>" for n in needs]
+    path = root / "decision.html"
+    path.write_text(page("".join(parts), css, ""))
+    return path

@@ -1,0 +1,290 @@
+"""The claims register and `gpuenv claims`, `gpuenv decide`, and the interactive site (opened in
+headless Chromium through its chromedriver: a point hovered, its tooltip read, the claims page
+screenshotted), and the publish workflow's build step run here on results/published."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from gpuenv import claims as cl
+from gpuenv.decide import parse_steps
+from gpuenv.errors import UserError
+
+PUBLISHED = ROOT / "results" / "published"
+ONE_RUN = PUBLISHED / "20261202T140237Z-4d17bd"
+
+
+def rec(name: str) -> dict:
+    return json.loads((ONE_RUN / f"{name}.json").read_text())
+
+
+def one_claim(tmp_path: Path, check: str, value: float, unit: str = "env steps/s") -> Path:
+    """A register of one claim with this [claim.check] body."""
+    p = tmp_path / "register.toml"
+    p.write_text(f'[[claim]]\nid = "x"\nwho = "w"\nstated = "s"\nvalue = {value}\nunit = "{unit}"\nhardware = "h"\n'
+                 f'hardware_class = "cpu"\nprotocol = "p"\nsource = "s"\n[claim.check]\n{check}')
+    return p
+
+
+def test_the_register_holds_the_course_claims_and_the_anchors_each_with_its_source():
+    claims = cl.load_register()
+    ids = {c.id for c in claims}
+    for seed in ("course-godot", "course-envpool-atari", "course-envpool-mujoco", "course-isaac", "course-mjx", "course-brax",
+                 "course-1b-at-40k", "course-1b-at-5m", "course-sb3-wrapping", "course-envpool-10x", "course-envpool-atari-64",
+                 "course-subproc-atari-64"):
+        assert seed in ids, seed
+    whos = " ".join(c.who for c in claims)
+    for anchor in ("EnvPool", "Brax", "MJX", "Isaac Lab", "ManiSkill", "Godot RL"):
+        assert anchor in whos, anchor
+    assert all(c.source and c.hardware and c.protocol for c in claims)
+    raw = tomllib.loads(cl.REGISTER.read_text())
+    assert len(raw["claim"]) == len(claims)
+
+
+def test_every_claim_gets_a_measured_counterpart_or_the_run_it_needs(cli):
+    r = cli("claims", str(PUBLISHED))
+    assert r.returncode == 0, r.stderr
+    blocks = r.stdout.split("\n\n")[1:]
+    ids = [c.id for c in cl.load_register()]
+    assert len([b for b in blocks if b.strip()]) == len(ids)
+    for cid, block in zip(ids, blocks):
+        assert block.startswith(f"{cid}: "), block[:80]
+        assert ("measured: " in block and "claimed / measured: " in block) or "to check it: " in block \
+            or "the arithmetic holds" in block, block
+    out = r.stdout
+    # the course's 1B-step arithmetic, checked; EnvPool's frames converted; a GPU claim says which run checks it
+    assert "1,000,000,000 steps / 40,000 steps/s = 25,000 s (6.9 h); stated 7.0 h: the arithmetic holds" in out
+    assert "the claim counts frames (env steps x frame_skip 4)" in out
+    assert "gpuenv bench --backend isaaclab --task cartpole --num-envs 4096 (on a GPU machine)" in out
+    assert "maniskill is not a gpuenv backend" in out
+    data = json.loads(cli("claims", str(PUBLISHED), "--json").stdout)
+    assert {d["id"] for d in data} == set(ids) and all(d["status"] in ("measured", "arithmetic", "not measured") for d in data)
+
+
+def test_a_rate_claim_in_frames_uses_the_closest_case_and_converts_the_unit(tmp_path):
+    path = one_claim(tmp_path, 'kind = "rate"\nbackend = "envpool:sync"\ntask = "pong"\nnum_envs = 6\nframe_skip = 4\n', 1e6, "frames/s")
+    recs = [rec("envpool-sync-pong-n1"), rec("envpool-sync-pong-n8"), rec("envpool-sync-pong-n64")]
+    (res,) = cl.check_all(recs, path)
+    assert res.measured is not None and res.measured.case_key == "envpool-sync-pong-n8"  # nearest to 6 on a log scale
+    steps = recs[1]["summary"]["env_steps_per_s"]["median"]
+    assert res.measured.value == pytest.approx(4 * steps) and res.ratio == pytest.approx(1e6 / (4 * steps))
+    assert any("num_envs: claimed at 6, closest measured 8" in d for d in res.differences)
+
+
+def test_the_claims_own_protocol_run_tells_protocol_from_hardware(tmp_path):
+    path = one_claim(tmp_path, 'kind = "rate"\nbackend = "envpool:sync"\ntask = "pong"\nnum_envs = 8\n'
+                               'protocol_backend = "envpool:sync-pinned"\n', 1e5)
+    ours = rec("envpool-sync-pong-n8")
+    theirs = copy.deepcopy(ours)
+    theirs["case"]["variant"], theirs["case_key"] = "sync-pinned", "envpool-sync-pinned-pong-n8"
+    for k in ("median", "ci_low", "ci_high"):
+        theirs["summary"]["env_steps_per_s"][k] *= 1.16
+    (res,) = cl.check_all([ours, theirs], path)
+    assert res.protocol_run is not None and res.protocol_run.case_key == "envpool-sync-pinned-pong-n8"
+    line = next(d for d in res.differences if d.startswith("protocol:"))
+    assert "measured 1.16x gpuenv's" in line and "is hardware" in line
+    (alone,) = cl.check_all([ours], path)
+    assert any("is not measured yet: gpuenv bench --backend envpool:sync-pinned --task pong --num-envs 8" in d for d in alone.differences)
+
+
+def test_a_ratio_claim_pairs_both_backends_at_one_num_envs(tmp_path):
+    path = one_claim(tmp_path, 'kind = "ratio"\nnumerator = "envpool:sync"\ndenominator = "gymnasium:subproc"\ntask = "cartpole"\n'
+                               'num_envs = 8\n', 10, "x")
+    a, b = rec("envpool-sync-cartpole-n8"), rec("gymnasium-subproc-cartpole-n8")
+    (res,) = cl.check_all([a, b, rec("gymnasium-subproc-cartpole-n64")], path)
+    want = a["summary"]["env_steps_per_s"]["median"] / b["summary"]["env_steps_per_s"]["median"]
+    assert res.measured is not None and res.measured.value == pytest.approx(want)
+    assert res.measured.ci_low < want < res.measured.ci_high and "at 8 envs" in res.detail
+
+
+def test_a_bad_register_is_one_line_naming_the_claim_and_key(cli, tmp_path):
+    path = one_claim(tmp_path, 'kind = "rate"\n', 1, "FPS")
+    r = cli("claims", str(ONE_RUN), env={"GPUENV_CLAIMS": str(path)})
+    assert r.returncode == 2 and "claim x: unit 'FPS' is not one of" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    path.write_text(path.read_text().replace('unit = "FPS"', 'unit = "frames/s"\ncolour = "red"'))
+    r = cli("claims", str(ONE_RUN), env={"GPUENV_CLAIMS": str(path)})
+    assert r.returncode == 2 and "unknown key 'colour'" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- decide -------------------------------------------------------------------------------------------
+
+
+def test_decide_answers_the_course_question_from_this_machines_records(cli):
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", "--results", str(PUBLISHED))
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "row: budget < 50M steps: CPU is fine" in out
+    assert re.search(r"answer: envpool:\w+ \(\d+ envs\): [\d.]+ (min|h) on this machine", out), out
+    assert "needs GPU measurements:" in out and "brax:generalized" in out and "mjx:jax" in out
+    table = r.stdout.split("row:")[0]
+    assert "gymnasium:subproc" in table and "wall-clock to budget" in table
+
+
+@pytest.mark.parametrize("args, row, answer", [
+    (["--task", "halfcheetah", "--budget", "10M", "--configs", "20"], "20+ hyperparameter configs: consider EnvPool", "envpool:"),
+    (["--task", "halfcheetah", "--budget", "1B"], "a NeurIPS submission: almost surely GPU", ""),
+    (["--task", "ballchase", "--budget", "1M"], "course tasks: Godot CPU is fine", "godot:"),
+])
+def test_decide_lands_in_each_row_of_the_table(cli, args, row, answer):
+    r = cli("decide", *args, "--results", str(PUBLISHED))
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert f"row: {row}" in out and f"answer: {answer}" in out, out[-1500:]
+    if "1B" in args:
+        assert "this machine measured no backend on a GPU" in out
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--task", "halfcheetah", "--budget", "lots"], "--budget 'lots' is not a number of steps"),
+    (["--task", "nosuch", "--budget", "1M"], "unknown task 'nosuch'"),
+    (["--task", "halfcheetah", "--budget", "1M", "--configs", "0"], "--configs must be >= 1"),
+    (["--task", "hopper", "--budget", "1M"], "no ok record of task 'hopper'"),
+])
+def test_bad_decide_input_is_one_line_and_exit_2(cli, args, msg):
+    r = cli("decide", *args, "--results", str(ONE_RUN))
+    assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_budgets_parse_with_suffixes():
+    assert parse_steps("50M") == 50_000_000 and parse_steps("1B") == 10**9 and parse_steps("2e7") == 20_000_000
+    assert parse_steps("200k") == 200_000 and parse_steps("1_000") == 1000
+    with pytest.raises(UserError):
+        parse_steps("-5")
+
+
+# --- the site -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    r = subprocess.run([str(ROOT / ".venv/bin/gpuenv") if (ROOT / ".venv/bin/gpuenv").exists() else "gpuenv", "report", str(PUBLISHED),
+                        "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_site_is_self_contained_with_claims_decision_and_case_pages(site):
+    js = site / "plotly.min.js"
+    assert js.stat().st_size > 1_000_000  # plotly itself, written from the installed package: no CDN
+    pages = list(site.rglob("*.html"))
+    for p in pages:
+        text = p.read_text()
+        assert not re.search(r"(src|href)=['\"]https?:", text), p  # offline: nothing fetched
+        tags = set(re.findall(r"<script[^>]*>", text))
+        assert tags <= {"<script src='plotly.min.js'>", "<script src='../plotly.min.js'>", "<script src='../../plotly.min.js'>",
+                        "<script data-gpuenv='figure'>"}, (p, tags)
+    machine_pages = sorted(site.glob("machine-*/index.html"))
+    assert len(machine_pages) >= 2  # records of different machines never share a page
+    claims = (site / "claims.html").read_text()
+    assert "course-envpool-10x" in claims and "claims-figure" in claims
+    decision = (site / "decision.html").read_text()
+    assert "budget &lt; 50M steps: CPU is fine" in decision and "halfcheetah" in decision
+    case = site / "cases" / "20261202T140237Z-4d17bd" / "envpool-sync-pong-n8.html"
+    text = case.read_text()
+    assert "gpuenv bench --suite quick --backend envpool:sync --task pong --num-envs 8" in text
+    assert "lock sha256" in text and "image id" in text and "records/20261202T140237Z-4d17bd/envpool-sync-pong-n8.json" in text
+    assert json.loads((site / "records" / "20261202T140237Z-4d17bd" / "envpool-sync-pong-n8.json").read_text())["case_key"] == "envpool-sync-pong-n8"
+    assert any((site / "machine-1" / "index.html").read_text().count(s) for s in ("host MiB", "phase ratios"))
+
+
+def chrome():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        pytest.skip("no chromium + chromedriver here (Debian packages chromium, chromium-driver; .ci/run installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    o = webdriver.ChromeOptions()
+    o.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1300,1500"):
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service(driver), options=o)
+
+
+def test_chromium_hover_shows_the_points_tooltip_and_a_click_opens_its_case(site):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = next(p for p in sorted(site.glob("machine-*/index.html")) if "scaling-cartpole" in p.read_text())
+    d = chrome()
+    try:
+        d.get(page.as_uri())
+        WebDriverWait(d, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scaling-cartpole .scatterlayer .point"))
+        point = d.find_elements(By.CSS_SELECTOR, "#scaling-cartpole .scatterlayer .point")[0]
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})", point)
+        ActionChains(d).move_to_element(point).perform()
+        WebDriverWait(d, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scaling-cartpole .hoverlayer .hovertext"))
+        tip = d.execute_script("return [...document.querySelectorAll('#scaling-cartpole .hoverlayer .hovertext tspan.line')]"
+                               ".map(t => t.textContent).join('\\n')")
+        lines = tip.splitlines()
+        assert re.fullmatch(r"\S+-cartpole-n\d+", lines[0]) and "env steps/s" in lines[1], tip
+        assert "startup" in tip and "host memory" in tip and lines[-1] == "click: the case's page", tip
+        key = lines[0]
+        ActionChains(d).click(point).perform()
+        WebDriverWait(d, 10).until(lambda d: "/cases/" in d.current_url)
+        assert d.current_url.endswith(f"/{key}.html") and "Reproduce" in d.page_source
+    finally:
+        d.quit()
+
+
+def test_chromium_renders_the_claims_page_and_keeps_a_screenshot(site):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d = chrome()
+    try:
+        d.get((site / "claims.html").as_uri())
+        WebDriverWait(d, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#claims-figure .point")) > 10)
+        shot = site / "claims.png"
+        d.save_screenshot(str(shot))
+    finally:
+        d.quit()
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[0] > 1000 and pixels.std() > 0.05  # a rendered page, not a blank one
+    keep = ROOT / "results" / "local"  # for a person to look at (ignored by git)
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "claims-screenshot.png")
+
+
+# --- publish ------------------------------------------------------------------------------------------
+
+
+def test_the_publish_workflows_build_step_builds_both_sites_from_published_records(tmp_path):
+    """The workflow's own build commands, run here with results/published as the results branch's
+    records: the report site (claims and decision pages included) and asv's."""
+    pytest.importorskip("asv", reason="asv not installed (pip install 'gpuenv[history]')")
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "publish.yml").read_text())
+    step = next(s for s in wf["jobs"]["build"]["steps"] if s.get("name") == "Build the sites")
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(work)], check=True)  # asv reads main's history
+    for tree in ("src", "claims", "suites"):  # the code under test, committed or not
+        shutil.copytree(ROOT / tree, work / tree, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "results-branch").mkdir()
+    shutil.copytree(PUBLISHED, work / "results-branch" / "records")
+    bin_dir = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
+    lines = [ln for ln in step["run"].splitlines() if ln.strip() and not ln.strip().startswith("python -m pip install")]
+    env = {k: v for k, v in os.environ.items() if k != "GPUENV_PLUGINS"}  # the workflow's runner has no test plug-ins
+    env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(work / "src"))
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    site = work / "site"
+    for page in ("index.html", "claims.html", "decision.html", "plotly.min.js", "asv/index.html"):
+        assert (site / page).is_file(), page
+    assert list((site / "cases").rglob("*.html"))
