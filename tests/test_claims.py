@@ -66,7 +66,7 @@ def test_every_claim_gets_a_measured_counterpart_or_the_run_it_needs(cli):
     # the course's 1B-step arithmetic, checked; EnvPool's frames converted; a GPU claim says which run checks it
     assert "1,000,000,000 steps / 40,000 steps/s = 25,000 s (6.9 h); stated 7.0 h: the arithmetic holds" in out
     assert "the claim counts frames (env steps x frame_skip 4)" in out
-    assert "gpuenv bench --backend isaaclab --task cartpole --num-envs 4096 (on a GPU machine)" in out
+    assert "to check it on its hardware: gpuenv bench --backend isaaclab --task cartpole --num-envs 4096 on a GPU machine" in out
     assert "maniskill is not a gpuenv backend" in out
     data = json.loads(cli("claims", str(PUBLISHED), "--json").stdout)
     assert {d["id"] for d in data} == set(ids) and all(d["status"] in ("measured", "arithmetic", "not measured") for d in data)

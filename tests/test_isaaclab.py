@@ -254,3 +254,15 @@ def test_sweep_across_isaac_lab_releases_builds_each_in_python_3_12_and_reports_
     rec = load(path)
     assert rec["status"] == "ok" and rec["tags"]["version_set"] == "isaaclab==3.0.0"
     assert rec["where"]["packages"]["isaaclab"] == "3.0.0" and rec["where"]["machine"]["python"].startswith("3.12.")
+
+
+def test_make_bench_isaac_without_the_nvidia_runtime_refuses_before_building_and_names_local(cli):
+    from gpuenv.images import docker_status
+
+    if docker_status(gpu=False) is not None:
+        pytest.skip(f"no Docker engine here ({docker_status(gpu=False)}): the no-engine line is tested in test_containers.py")
+    if docker_status(gpu=True) is None:
+        pytest.skip("this Docker engine has the NVIDIA runtime: make bench-isaac would run the image")
+    r = cli("bench-image", "isaac", timeout=120)
+    assert r.returncode == 2 and "Docker has no NVIDIA runtime" in r.stderr and "`LOCAL=1 make bench-isaaclab`" in r.stderr
+    assert "building" not in r.stdout and len(r.stderr.strip().splitlines()) == 1

@@ -200,16 +200,21 @@ def candidates(records: list[tuple[dict, str]], selector: str, task: str) -> lis
 
 
 def closest(cands: list[tuple[dict, str]], num_envs: int | None) -> tuple[dict, str] | None:
-    """The record at the claim's num_envs, else the nearest on a log scale (the newest of equals);
-    with no num_envs stated, the largest measured (where a throughput claim is usually made)."""
+    """The record at the claim's num_envs, else the nearest on a log scale; with no num_envs stated,
+    the largest measured (where a throughput claim is usually made). Of equals, the newest run's,
+    and in that run the fastest (a claim about a backend, not one of its variants)."""
     if not cands:
         return None
-    def key(rp):
+
+    def key(rp: tuple[dict, str]) -> tuple[float, float]:
         r = rp[0]
         n = r["case"]["num_envs"]
-        dist = -n if num_envs is None else abs(math.log(n / num_envs))
-        return (dist, -_rate(r)[0], r["created_utc"])
-    return sorted(cands, key=key)[0]
+        return (-n if num_envs is None else abs(math.log(n / num_envs)), -_rate(r)[0])
+
+    best = min(key(rp)[0] for rp in cands)
+    nearest = [rp for rp in cands if key(rp)[0] == best]
+    newest = max(rp[0].get("run_id", "") for rp in nearest)
+    return min((rp for rp in nearest if rp[0].get("run_id", "") == newest), key=key)
 
 
 def _rate(record: dict) -> tuple[float, float, float]:

@@ -623,9 +623,10 @@ def bench_image(
         console.print(f"[bold]{img.backend}[/]: suite {suite} on this machine (LOCAL=1), not in gpuenv/{img.name}; {where}", highlight=False)
         bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=out)
         return
-    from gpuenv.images import docker_status, is_built
+    from gpuenv.images import is_built, runnable_here
 
-    if docker_status(gpu=False) is None and not is_built(img):  # built if missing (an engine is here)
+    runnable_here(img)  # no engine, or no NVIDIA runtime for a GPU image: one line, before any build
+    if not is_built(img):
         build_images([img.name], [], False)
     cmd = docker_run_command(img, suite, Path.cwd() / "results")
     console.print(" ".join(cmd), highlight=False, markup=False)

@@ -177,4 +177,10 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
     if pick.ttr:
         why.append(pick.ttr)
     answer = f"{pick.selector} ({pick.num_envs} envs): {duration(pick.wall_s(budget, configs))} on this machine"
+    if row == ROWS["gpu"] and not gpu_here:
+        from gpuenv.registry import default_registry
+
+        gpu_backends = ", ".join(b.name for b in default_registry().visible() if b.device == "gpu" and task in b.tasks)
+        answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
+                  f"this machine's fastest: {answer}")
     return Decision(task, budget, configs, machine, opts, row, answer, why, needs)

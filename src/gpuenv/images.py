@@ -258,8 +258,8 @@ def docker_status(gpu: bool) -> str | None:
     return None
 
 
-def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
-    """The `docker run` line for an image's suite; raises UserError when Docker cannot run it here."""
+def runnable_here(image: Image) -> None:
+    """UserError when Docker cannot run the image here (no engine; no NVIDIA runtime for a GPU image)."""
     from gpuenv.errors import UserError
 
     why = docker_status(gpu=image.cuda is not None)
@@ -268,6 +268,11 @@ def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
             f"cannot run gpuenv/{image.name} here: {why}; "
             f"`LOCAL=1 make bench-{image.name}` runs the same suite on this machine"
         )
+
+
+def docker_run_command(image: Image, suite: str, results: Path) -> list[str]:
+    """The `docker run` line for an image's suite; raises UserError when Docker cannot run it here."""
+    runnable_here(image)
     results.mkdir(parents=True, exist_ok=True)
     gpu = ["--gpus", "all"] if image.cuda else []
     ref = f"{image.tag}:latest"
