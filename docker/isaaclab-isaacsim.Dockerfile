@@ -49,4 +49,4 @@ RUN chmod 0755 /usr/local/bin/gpuenv \
 USER 1000:1000
 WORKDIR /home/gpuenv
 ENTRYPOINT ["gpuenv"]
-CMD ["bench"]
+CMD ["bench", "--suite", "isaaclab-isaacsim"]

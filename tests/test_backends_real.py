@@ -71,16 +71,16 @@ def test_envpool_modes(tmp_path, variant):
     assert d["num_threads"] >= 1
 
 
-@pytest.mark.parametrize("task", ["pong", "halfcheetah"])
-def test_envpool_sync_pinned_runs_with_envpools_own_benchmark_settings(tmp_path, task):
+@pytest.mark.parametrize("variant, task", [("sync-pinned", "pong"), ("sync-pinned", "halfcheetah"), ("async-pinned", "pong")])
+def test_envpool_pinned_variants_run_with_envpools_own_benchmark_settings(tmp_path, variant, task):
     """The protocol of EnvPool's published table (benchmark/test_envpool.py), for the claims page:
     threads pinned from core 0 and, for Atari only, the plain resize; recorded in the details."""
     need("envpool")
-    case = Case("envpool", "sync-pinned", task, 2, chunk_steps=5)
+    case = Case("envpool", variant, task, 2, chunk_steps=5)
     rec = run_case(tmp_path, case)
     check_record(rec, case)
     d = rec["what"]["details"]
-    assert d["batch_size"] == 2 and d["thread_affinity_offset"] == 0
+    assert d["batch_size"] == (2 if variant == "sync-pinned" else 1) and d["thread_affinity_offset"] == 0
     assert ("use_inter_area_resize" in d) == (task == "pong") and d.get("use_inter_area_resize") in (None, False)
 
 

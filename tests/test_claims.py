@@ -20,13 +20,14 @@ from conftest import ROOT
 from gpuenv import claims as cl
 from gpuenv.decide import parse_steps
 from gpuenv.errors import UserError
+from gpuenv.results.schema import load
 
 PUBLISHED = ROOT / "results" / "published"
 ONE_RUN = PUBLISHED / "20261202T140237Z-4d17bd"
 
 
 def rec(name: str) -> dict:
-    return json.loads((ONE_RUN / f"{name}.json").read_text())
+    return load(ONE_RUN / f"{name}.json")  # through the reader: migrated to the current schema
 
 
 def one_claim(tmp_path: Path, check: str, value: float, unit: str = "env steps/s") -> Path:
@@ -95,7 +96,36 @@ def test_the_claims_own_protocol_run_tells_protocol_from_hardware(tmp_path):
     line = next(d for d in res.differences if d.startswith("protocol:"))
     assert "measured 1.16x gpuenv's" in line and "is hardware" in line
     (alone,) = cl.check_all([ours], path)
-    assert any("is not measured yet: gpuenv bench --backend envpool:sync-pinned --task pong --num-envs 8" in d for d in alone.differences)
+    assert any("is not measured in the same run yet: gpuenv bench --backend envpool:sync-pinned --task pong --num-envs 8" in d
+               for d in alone.differences)
+    other_run = copy.deepcopy(theirs)
+    other_run["run_id"] = "20990101T000000Z-000000"  # another run (another time, maybe machine): not a protocol pair
+    (apart,) = cl.check_all([ours, other_run], path)
+    assert apart.protocol_run is None
+
+
+def test_a_ratio_claim_takes_both_sides_from_the_newest_run_that_has_both(tmp_path):
+    path = one_claim(tmp_path, 'kind = "ratio"\nnumerator = "envpool:sync"\ndenominator = "gymnasium:subproc"\ntask = "cartpole"\n'
+                               'num_envs = 8\n', 10, "x")
+    old_a, old_b = rec("envpool-sync-cartpole-n8"), rec("gymnasium-subproc-cartpole-n8")
+
+    def moved(r: dict, run: str, factor: float, n: int | None = None) -> dict:
+        r = copy.deepcopy(r)
+        r["run_id"] = run
+        if n:
+            r["case"]["num_envs"], r["case_key"] = n, r["case_key"].replace("-n8", f"-n{n}")
+        for k in ("median", "ci_low", "ci_high"):
+            r["summary"]["env_steps_per_s"][k] *= factor
+        return r
+
+    only_num = moved(old_a, "20990101T000000Z-aaaaaa", 3.0)  # a newer run without the denominator: not paired
+    (res,) = cl.check_all([old_a, old_b, only_num], path)
+    assert res.measured is not None and res.measured.record["run_id"] == old_a["run_id"]
+    newer = [moved(old_a, "20990102T000000Z-bbbbbb", 2.0), moved(old_b, "20990102T000000Z-bbbbbb", 0.5),
+             moved(old_a, "20990102T000000Z-bbbbbb", 1.0, 64), moved(old_b, "20990102T000000Z-bbbbbb", 1.0, 64)]
+    (res,) = cl.check_all([old_a, old_b, only_num, *newer], path)
+    want = 4 * old_a["summary"]["env_steps_per_s"]["median"] / old_b["summary"]["env_steps_per_s"]["median"]
+    assert res.measured is not None and res.measured.value == pytest.approx(want) and "at 8 envs" in res.detail
 
 
 def test_a_ratio_claim_pairs_both_backends_at_one_num_envs(tmp_path):
@@ -115,6 +145,20 @@ def test_a_bad_register_is_one_line_naming_the_claim_and_key(cli, tmp_path):
     path.write_text(path.read_text().replace('unit = "FPS"', 'unit = "frames/s"\ncolour = "red"'))
     r = cli("claims", str(ONE_RUN), env={"GPUENV_CLAIMS": str(path)})
     assert r.returncode == 2 and "unknown key 'colour'" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("check, value, msg", [
+    ('kind = "arithmetic"\nsteps = 1e9\n', 1, "an arithmetic check needs check.rate"),
+    ('kind = "rate"\nbackend = "envpool"\ntask = "pong"\nnum_envs = 0\n', 1, "num_envs must be a positive number (got 0)"),
+    ('kind = "rate"\nbackend = "envpool"\ntask = "pong"\n', '"10"', "value must be a positive number (got '10')"),
+    ('kind = "rate"\nbackend = "envpool"\ntask = "pong"\n', -5, "value must be a positive number (got -5)"),
+    ('kind = "ratio"\nnumerator = "envpool"\ntask = "pong"\n', 2, "a ratio check needs check.denominator"),
+    ('kind = "rate"\nbackend = 3\ntask = "pong"\n', 1, "backend must be text"),
+])
+def test_register_values_are_checked_before_any_arithmetic(cli, tmp_path, check, value, msg):
+    path = one_claim(tmp_path, check, value)
+    r = cli("claims", str(ONE_RUN), env={"GPUENV_CLAIMS": str(path)})
+    assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 # --- decide -------------------------------------------------------------------------------------------
@@ -147,6 +191,7 @@ def test_decide_lands_in_each_row_of_the_table(cli, args, row, answer):
 
 @pytest.mark.parametrize("args, msg", [
     (["--task", "halfcheetah", "--budget", "lots"], "--budget 'lots' is not a number of steps"),
+    (["--task", "halfcheetah", "--budget", "1e400"], "must be between 1 and 1e15 steps"),
     (["--task", "nosuch", "--budget", "1M"], "unknown task 'nosuch'"),
     (["--task", "halfcheetah", "--budget", "1M", "--configs", "0"], "--configs must be >= 1"),
     (["--task", "hopper", "--budget", "1M"], "no ok record of task 'hopper'"),
@@ -196,7 +241,22 @@ def test_site_is_self_contained_with_claims_decision_and_case_pages(site):
     assert "gpuenv bench --suite quick --backend envpool:sync --task pong --num-envs 8" in text
     assert "lock sha256" in text and "image id" in text and "records/20261202T140237Z-4d17bd/envpool-sync-pong-n8.json" in text
     assert json.loads((site / "records" / "20261202T140237Z-4d17bd" / "envpool-sync-pong-n8.json").read_text())["case_key"] == "envpool-sync-pong-n8"
-    assert any((site / "machine-1" / "index.html").read_text().count(s) for s in ("host MiB", "phase ratios"))
+    rows = "".join(p.read_text() for p in machine_pages)
+    # memory and phase columns carry values once measured (the 2026-12-03 quick run has both)
+    assert re.search(r"envpool-sync-halfcheetah-n8</a></td><td>[^<]+</td><td>[\d,]+ \([\d.,]+\)</td><td>[^<]*</td>"
+                     r"<td>step 1\.\d\d, vecenv 0\.\d\d, inference 0\.\d\d, update 0\.\d\d</td>", rows), "no memory/phase cells"
+
+
+def test_a_hostile_record_value_reaches_the_claims_page_escaped(tmp_path):
+    from gpuenv.report.site import build
+
+    bad = rec("envpool-sync-pong-n8")
+    bad["where"]["machine"]["cpu_model"] = "<script>document.title='pwned'</script><img src=x onerror='alert(1)'>"
+    build([bad, rec("gymnasium-subproc-pong-n8")], tmp_path / "site")
+    claims = (tmp_path / "site" / "claims.html").read_text()
+    assert "envpool-sync-pong-n8" in claims  # it matched a claim, so its machine is on the page
+    assert "<script>document" not in claims and "onerror='" not in claims and "&lt;script&gt;" in claims
+    assert "\\u0026lt;script\\u0026gt;" in claims  # inside the figure's JSON: HTML-escaped, then \\u-escaped
 
 
 def chrome():

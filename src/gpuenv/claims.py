@@ -129,12 +129,44 @@ def load_register(path: Path | None = None) -> list[Claim]:
             raise UserError(f"{what}: unknown check key {sorted(bad)[0]!r} (keys: {', '.join(sorted(_CHECK_KEYS))})")
         if chk.get("kind") not in KINDS:
             raise UserError(f"{what}: check.kind must be one of {', '.join(KINDS)}")
+        _check_values(what, c, chk)
         out.append(Claim(
             id=cid, who=c["who"], stated=c["stated"], unit=c["unit"], hardware=c["hardware"], hardware_class=c["hardware_class"],
             protocol=c["protocol"], source=c["source"], check=Check(**chk), value=c.get("value"),
             value_low=c.get("value_low"), value_high=c.get("value_high"), notes=tuple(c.get("notes", ())),
         ))
     return out
+
+
+_NEEDS = {"rate": ("backend", "task"), "ratio": ("numerator", "denominator", "task"), "phase": ("backend", "task", "phase"),
+          "arithmetic": ("steps", "rate")}
+_TEXT = {"id", "who", "stated", "unit", "hardware", "hardware_class", "protocol", "source", "backend", "task", "numerator",
+         "denominator", "phase", "protocol_backend"}
+
+
+def _check_values(what: str, c: dict, chk: dict) -> None:
+    """Types and ranges: numbers positive (and finite), text as text, what each kind needs present."""
+    for table, keys in ((c, ("value", "value_low", "value_high")), (chk, ("steps", "rate", "num_envs", "frame_skip"))):
+        for k in keys:
+            if k in table:
+                v = table[k]
+                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+                    raise UserError(f"{what}: {k} must be a positive number (got {v!r})")
+    for k in ("num_envs", "frame_skip"):
+        if k in chk and not isinstance(chk[k], int):
+            raise UserError(f"{what}: check.{k} must be a whole number (got {chk[k]!r})")
+    for table in (c, chk):
+        for k, v in table.items():
+            if k in _TEXT and not isinstance(v, str):
+                raise UserError(f"{what}: {k} must be text (got {v!r})")
+    if "notes" in c and not (isinstance(c["notes"], list) and all(isinstance(n, str) for n in c["notes"])):
+        raise UserError(f"{what}: notes must be a list of text")
+    if "value_low" in c and c["value_low"] > c["value_high"]:
+        raise UserError(f"{what}: value_low is above value_high")
+    missing = [k for k in _NEEDS[chk["kind"]] if not chk.get(k)]
+    if missing:
+        article = "an" if chk["kind"][0] in "aeiou" else "a"
+        raise UserError(f"{what}: {article} {chk['kind']} check needs {', '.join('check.' + k for k in missing)}")
 
 
 # --- matching records ------------------------------------------------------------------------------
@@ -184,7 +216,9 @@ def machine_label(record: dict) -> str:
 
 
 def device_class(record: dict) -> str:
-    return "gpu" if str(record["what"].get("device", "cpu")).startswith("gpu") else "cpu"
+    """Where a record's simulator ran: "cpu", "gpu" or "tpu" (from what.device: "cpu", "gpu:NAME", "tpu:KIND")."""
+    kind = str(record["what"].get("device", "cpu")).split(":", 1)[0].lower()
+    return kind if kind in ("gpu", "tpu") else "cpu"
 
 
 def _split(selector: str) -> tuple[str, str | None]:
@@ -200,21 +234,27 @@ def candidates(records: list[tuple[dict, str]], selector: str, task: str) -> lis
 
 
 def closest(cands: list[tuple[dict, str]], num_envs: int | None) -> tuple[dict, str] | None:
-    """The record at the claim's num_envs, else the nearest on a log scale; with no num_envs stated,
-    the largest measured (where a throughput claim is usually made). Of equals, the newest run's,
-    and in that run the fastest (a claim about a backend, not one of its variants)."""
+    """From the newest run that has the case (one machine for every claim it can), the record at
+    the claim's num_envs, else the nearest on a log scale; with no num_envs stated, the largest
+    measured (where a throughput claim is usually made); of equals the fastest (a claim about a
+    backend, not one of its variants)."""
     if not cands:
         return None
+    newest = max(rp[0].get("run_id", "") for rp in cands)
+    mine = [rp for rp in cands if rp[0].get("run_id", "") == newest]
 
     def key(rp: tuple[dict, str]) -> tuple[float, float]:
         r = rp[0]
         n = r["case"]["num_envs"]
         return (-n if num_envs is None else abs(math.log(n / num_envs)), -_rate(r)[0])
 
-    best = min(key(rp)[0] for rp in cands)
-    nearest = [rp for rp in cands if key(rp)[0] == best]
-    newest = max(rp[0].get("run_id", "") for rp in nearest)
-    return min((rp for rp in nearest if rp[0].get("run_id", "") == newest), key=key)
+    return min(mine, key=key)
+
+
+def in_run(cands: list[tuple[dict, str]], run_id: str, num_envs: int) -> tuple[dict, str] | None:
+    """The candidate of this run at exactly this num_envs (the fastest variant of equals)."""
+    mine = [rp for rp in cands if rp[0].get("run_id") == run_id and rp[0]["case"]["num_envs"] == num_envs]
+    return max(mine, key=lambda rp: _rate(rp[0])[0]) if mine else None
 
 
 def _rate(record: dict) -> tuple[float, float, float]:
@@ -286,7 +326,6 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
         if why_not:
             return Result(claim, "not measured", to_check=f"gpuenv cannot run it yet: {why_not}", differences=list(claim.notes))
         pick = closest(candidates(records, c.backend, c.task), c.num_envs)
-        proto = closest(candidates(records, c.protocol_backend, c.task), c.num_envs) if c.protocol_backend else None
         hw = "a GPU machine" if claim.hardware_class == "gpu" else claim.hardware
         run = _bench_cmd(c.backend, c.task, c.num_envs)
         if pick is None:
@@ -301,10 +340,11 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
         diffs += claim.notes
         res = Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs,
                      to_check=f"{run} on {hw}" if device_class(m.record) != claim.hardware_class != "unstated" else "")
-        if c.protocol_backend:
+        if c.protocol_backend:  # the claim's protocol, at the same size in the same run: only the protocol differs
+            proto = in_run(candidates(records, c.protocol_backend, c.task), m.record["run_id"], n)
             if proto is None:
-                res.differences.append(f"the claim's own protocol ({c.protocol_backend}) is not measured yet: "
-                                       f"{_bench_cmd(c.protocol_backend, c.task, n)}")
+                res.differences.append(f"the claim's own protocol ({c.protocol_backend}) is not measured in the same run yet: "
+                                       f"{_bench_cmd(c.protocol_backend, c.task, n)} --backend {c.backend}")
             else:
                 res.protocol_run = _measured(proto, claim.unit, c.frame_skip)
                 res.differences.append(
@@ -315,14 +355,16 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
     if c.kind == "ratio":
         num = candidates(records, c.numerator, c.task)
         den = candidates(records, c.denominator, c.task)
-        sizes = sorted({r["case"]["num_envs"] for r, _ in num} & {r["case"]["num_envs"] for r, _ in den})
         run = f"{_bench_cmd(c.numerator, c.task, c.num_envs)} --backend {c.denominator}"
-        if not sizes:
+        # both sides from one run (one machine, one time): the newest run that has both at some size
+        pairs = {(rp[0]["run_id"], rp[0]["case"]["num_envs"]) for rp in num} & {(rp[0]["run_id"], rp[0]["case"]["num_envs"]) for rp in den}
+        if not pairs:
             return Result(claim, "not measured", to_check=run, differences=list(claim.notes))
+        newest = max(rid for rid, _ in pairs)
+        sizes = sorted(n for rid, n in pairs if rid == newest)
         want = c.num_envs or max(sizes)
-        n = min(sizes, key=lambda s: (abs(math.log(s / want)), -s))
-        a = closest([rp for rp in num if rp[0]["case"]["num_envs"] == n], n)
-        b = closest([rp for rp in den if rp[0]["case"]["num_envs"] == n], n)
+        n = min(sizes, key=lambda s_: (abs(math.log(s_ / want)), -s_))
+        a, b = in_run(num, newest, n), in_run(den, newest, n)
         assert a and b
         (va, la, ha), (vb, lb, hb) = _rate(a[0]), _rate(b[0])
         m = Measured(va / vb, la / hb, ha / lb, a[0], a[1])

@@ -613,7 +613,7 @@ def bench_image(
     from gpuenv.images import docker_run_command, get_image
 
     img = get_image(backend)
-    suite = suite or default_registry().get(img.backend).suite
+    suite = suite or img.suite or default_registry().get(img.backend).suite
     if local:
         from gpuenv.doctor import nvidia_smi
 

@@ -39,10 +39,10 @@ def parse_steps(text: str) -> int:
     if not m:
         raise UserError(f"--budget {text!r} is not a number of steps: write e.g. 50M, 1B, 200k or 2e7")
     scale = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}[m.group(2).lower()]
-    steps = int(float(m.group(1).replace("_", "")) * scale)
-    if steps < 1:
-        raise UserError(f"--budget {text!r} must be at least 1 step")
-    return steps
+    value = float(m.group(1).replace("_", "")) * scale
+    if not 1 <= value <= 1e15:
+        raise UserError(f"--budget {text!r} must be between 1 and 1e15 steps")
+    return int(value)
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Option:
     rate: float  # env steps/s, median
     ci: tuple[float, float]
     fixed_s: float  # startup + compile, per run
-    device: str  # where it was measured
+    device: str  # where it was measured: cpu, gpu or tpu
     gpu_backend: bool  # the backend steps on a GPU where there is one
     case_key: str
     train_rate: float | None = None  # env steps/s PPO trained at (time-to-reward records)
@@ -89,6 +89,7 @@ def _course_task(task: str) -> bool:
 def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     """(machine, one option per backend:variant) from the machine with the newest records of this
     task: records of different machines never mix in one answer."""
+    from gpuenv.claims import device_class
     from gpuenv.measure.fingerprint import machines
     from gpuenv.registry import default_registry
 
@@ -111,17 +112,23 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
         b = reg.backends.get(r["case"]["backend"])
         best[sel] = Option(sel, r["case"]["num_envs"], rate, (s["env_steps_per_s"]["ci_low"], s["env_steps_per_s"]["ci_high"]),
                            float(s.get("startup_s_median") or 0) + float(s.get("compile_s_median") or 0),
-                           str(r["what"].get("device", "cpu")), bool(b and b.device == "gpu"), r["case_key"])
-    for r in recs:  # time-to-reward: the rate PPO trained at, where the same backend:variant has one
+                           device_class(r), bool(b and b.device == "gpu"), r["case_key"])
+    for r in recs:  # time-to-reward: the rate PPO trained at, per seed, where the same backend:variant has one
         if r["measurement_mode"] != "time-to-reward":
             continue
         sel = f"{r['case']['backend']}:{r['case']['variant']}"
         s = r["summary"]
-        steps, wall = s["env_steps_to_threshold"]["median"], s["train_time_to_threshold_s"]["median"]
-        if sel in best and steps and wall:
-            best[sel].train_rate = steps / wall
-            best[sel].ttr = (f"PPO ({r['case']['trainer']}) reached return {r['case']['threshold']:g} in {s['time_to_threshold_s']['median']:.0f} s "
-                             f"median ({steps:,.0f} env steps), {s['reached']}/{s['seeds']} seeds")
+        rates = sorted(x["env_steps_to_threshold"] / x["train_time_to_threshold_s"] for x in r.get("runs") or []
+                       if x.get("env_steps_to_threshold") and x.get("train_time_to_threshold_s"))
+        if sel not in best or not rates:
+            continue
+        o = best[sel]
+        n = r["case"]["num_envs"]
+        o.ttr = (f"PPO ({r['case']['trainer']}, {r['case_key']}) reached return {r['case']['threshold']:g} in "
+                 f"{s['time_to_threshold_s']['median']:.0f} s median, {s['reached']}/{s['seeds']} seeds, training at "
+                 f"{rates[len(rates) // 2]:,.0f} env steps/s (median over seeds) at {n} envs")
+        if n == o.num_envs:  # a training rate only beside the throughput of the same size
+            o.train_rate = rates[len(rates) // 2]
     if not best:
         raise UserError(f"no throughput record of task {task!r} on {machine}: run `gpuenv bench --task {task}` first")
     return machine, sorted(best.values(), key=lambda o: -o.rate)
@@ -143,8 +150,8 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
                 f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
 
     why, needs = [], []
-    gpu_here = [o for o in opts if o.gpu_backend and o.device.startswith("gpu")]
-    gpu_cpu = [o for o in opts if o.gpu_backend and not o.device.startswith("gpu")]
+    gpu_here = [o for o in opts if o.gpu_backend and o.device != "cpu"]
+    gpu_cpu = [o for o in opts if o.gpu_backend and o.device == "cpu"]
     if gpu_cpu:
         needs.append(f"{', '.join(o.selector for o in gpu_cpu)} step on a GPU where there is one; here they were measured on the CPU, "
                      f"so the '{ROWS['gpu']}' row and how far below {BUDGET_LIMIT // 1_000_000}M steps a GPU stops paying for its "

@@ -25,8 +25,9 @@ READY = ".gpuenv-ready"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuenv" / "envs"
+    from gpuenv.cache import base
+
+    return base() / "envs"
 
 
 def uv() -> list[str]:

@@ -395,13 +395,15 @@ def build_local_python_base(docker: str, python: str, tag: str) -> None:
     if not Path(exe).is_file():
         raise UserError(f"the pinned python:{python} base cannot be pulled and no Python {python} is on this machine "
                         f"to stand in for it: install one (pyenv install {python})")
-    prefix = _run([exe, "-c", "import sys; print(sys.prefix)"]).stdout.strip()
-    if not prefix:
-        raise UserError(f"{exe} does not report its prefix")
+    prefix = _run([exe, "-c", "import sys; print(sys.base_prefix)"]).stdout.strip()  # a venv's interpreter: its base
+    if not prefix or prefix in ("/", "/usr", "/usr/local") or len(Path(prefix).parts) < 4:
+        raise UserError(f"the pinned python:{python} base cannot be pulled, and the Python {python} here ({exe}, prefix "
+                        f"{prefix or '?'}) is not a self-contained build to copy into a stand-in: install one with "
+                        f"pyenv (pyenv install {python})")
     dockerfile = (
         f"FROM {LOCAL_BASE}\n"
         f"COPY . {prefix}/\n"
-        f"RUN chmod 0755 {Path(prefix).parent} {Path(prefix).parent.parent} {Path(prefix).parents[2]} 2>/dev/null; "
+        f"RUN chmod 0755 {' '.join(str(p) for p in Path(prefix).parents if str(p) != '/')} 2>/dev/null; "
         f"ln -sf {prefix}/bin/python{python} /usr/local/bin/python3 && ln -sf {prefix}/bin/python{python} /usr/local/bin/python "
         f"&& /usr/local/bin/python3 -m venv --help >/dev/null\n"
         'ENV PATH=/usr/local/bin:$PATH\n'

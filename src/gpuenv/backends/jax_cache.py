@@ -6,12 +6,8 @@ backend used, the figure gpuenv records). Imports nothing heavy."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuenv" / "jax"
+from gpuenv.cache import writable
 
 
 def worker_env() -> dict[str, str]:
@@ -20,14 +16,7 @@ def worker_env() -> dict[str, str]:
         memory["JAX_PLATFORMS"] = "cpu"  # CPU fallback asked for: JAX's CUDA plugin is not even tried
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return memory
-    d = cache_dir()
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a home this uid cannot write (HOME=/ for a uid without a passwd entry)
-        import tempfile
-
-        d = Path(tempfile.gettempdir()) / f"gpuenv-jax-{os.getuid()}"
-        d.mkdir(parents=True, exist_ok=True)
+    d = writable("jax")
     return {
         **memory,
         "JAX_COMPILATION_CACHE_DIR": str(d),

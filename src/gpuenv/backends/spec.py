@@ -59,6 +59,7 @@ class Image:
     python: str = "3.11"  # the Python its lock is resolved for
     platform: str = "x86_64-manylinux_2_28"  # the wheels' platform its lock is resolved for (linux/amd64)
     verified: bool = True  # False: never built or run by this project (said wherever it is listed)
+    suite: str | None = None  # the suite `make bench-<name>` runs in it (None: the backend's)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from gpuenv.claims import machine_label
 from gpuenv.report.format import attr, fmt_rate, host_memory, html_table, label, slug
 
 PLOTLY_JS = "plotly.min.js"
@@ -119,8 +120,7 @@ def case_page(r: dict, root: Path, css: str) -> None:
         ("reset mode", r["what"].get("reset_mode")), ("physics", json.dumps(r["what"].get("physics"))),
         ("startup s (median)", s.get("startup_s_median")), ("compile s (median)", s.get("compile_s_median")),
         ("host memory MiB (per env)", host_memory(s) if s else "-"), ("device peak MiB", s.get("device_peak_mib")),
-        ("machine", f"{m.get('cpu_model')} ({m.get('cpu_logical')} logical cores), {m.get('memory_gib')} GiB, "
-                    f"GPUs: {', '.join(g.get('name', '?') for g in m.get('gpus') or []) or 'none'}"),
+        ("machine", f"{machine_label(r)}, {m.get('memory_gib')} GiB"),
         ("python", m.get("python")), ("gpuenv commit", (r["where"].get("git") or {}).get("sha")),
         ("image", container.get("image") or "none (ran outside a gpuenv image)"), ("image id", container.get("id") or "-"),
         ("image base", container.get("base") or "-"),
@@ -160,7 +160,7 @@ def _hover(r: dict) -> str:
              f"{fmt_rate(e['median'])} env steps/s ({fmt_rate(e['ci_low'])}-{fmt_rate(e['ci_high'])})",
              f"startup {s.get('startup_s_median') or 0:.1f} s, compile {s.get('compile_s_median') or 0:.1f} s",
              f"host memory {html.escape(host_memory(s))} MiB",
-             html.escape(f"{r['where']['machine'].get('cpu_model')}"), "click: the case's page"]
+             html.escape(machine_label(r)), "click: the case's page"]
     return "<br>".join(parts)
 
 

@@ -11,15 +11,16 @@ BACKEND = Backend(
     adapter="gpuenv.backends.envpool.adapter",
     requires=("envpool",),
     extra="envpool",
-    variants=("sync", "async", "sync-pinned"),
+    variants=("sync", "async", "sync-pinned", "async-pinned"),
     description="EnvPool: C++ thread pool of envs",
     variant_notes={
         "sync": "batch_size = num_envs",
         "async": "send/recv with batch_size = num_envs / 2",
         "sync-pinned": "sync with EnvPool's own benchmark settings (benchmark/test_envpool.py): thread_affinity_offset=0, "
                        "Atari use_inter_area_resize=False; the protocol of EnvPool's published table",
+        "async-pinned": "async with EnvPool's own benchmark settings (as sync-pinned): its table's 'EnvPool async' rows",
     },
-    min_envs={"async": 2},
+    min_envs={"async": 2, "async-pinned": 2},
     packages=("envpool",),
     library="envpool",
     tasks={

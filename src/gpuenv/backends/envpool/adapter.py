@@ -2,8 +2,9 @@
 
 Variants: `sync` (batch_size = num_envs, one step() per batch), `async` (send/recv with
 batch_size = num_envs / 2: the pool keeps stepping the other half while Python handles one), and
-`sync-pinned`: sync with the settings of EnvPool's own benchmark script, so a published EnvPool
-figure can be compared under its protocol as well as gpuenv's (threads pinned, Atari's plain resize).
+`sync-pinned` / `async-pinned`: the same with the settings of EnvPool's own benchmark script, so a
+published EnvPool figure can be compared under its protocol as well as gpuenv's (threads pinned,
+Atari's plain resize).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ def require_env(env_id: str) -> None:
 
 def own_protocol(variant: str, env_id: str) -> dict[str, Any]:
     """The settings of EnvPool's own benchmark script (benchmark/test_envpool.py) that differ from
-    envpool.make's defaults, for the `sync-pinned` variant: worker threads pinned to cores from 0,
-    and for Atari the plain (not INTER_AREA) resize. Other variants use EnvPool's defaults."""
-    if variant != "sync-pinned":
+    envpool.make's defaults, for the `sync-pinned` and `async-pinned` variants: worker threads pinned
+    to cores from 0, and for Atari the plain (not INTER_AREA) resize. Other variants use EnvPool's
+    defaults."""
+    if not variant.endswith("-pinned"):
         return {}
     fields = envpool.make_spec(env_id).config._fields
     out: dict[str, Any] = {"thread_affinity_offset": 0}
@@ -62,7 +64,7 @@ class EnvPoolStepper:
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
         require_env(native.env_id)
         n = case.num_envs
-        self.async_mode = case.variant == "async"
+        self.async_mode = case.variant.startswith("async")
         self.batch = max(1, n // 2) if self.async_mode else n
         # EnvPool's own default (num_threads=0) resolves to min(batch_size, cores); pass it explicitly
         # so the record states the value used.

@@ -62,6 +62,7 @@ BACKEND = Backend(
             # modules need that numpy, so gpuenv's lock leaves both alone.
             not_locked=("numpy", "psutil"),
             verified=False,
+            suite="isaaclab-isaacsim",  # Isaac Lab 2.3 runs PhysX only (isaacsim_physx), at GPU sizes
         ),
     ),
     worker_env="gpuenv.backends.isaaclab.warp_cache:worker_env",

@@ -118,10 +118,10 @@ def open_stages(case: Case, native: NativeTask):
         import gymnasium
         import torch
 
-        try:
-            from isaaclab.app import launch_simulation
-        except ImportError:  # Isaac Lab 2.x (gpuenv/isaaclab-isaacsim, NOT VERIFIED): Kit before isaaclab_tasks
+        if int(_version("isaaclab").split(".")[0] or 0) < 3:  # 2.x (gpuenv/isaaclab-isaacsim, NOT VERIFIED): Kit before isaaclab_tasks
             state["legacy"] = _launch_kit_2x(case, torch)
+        else:
+            from isaaclab.app import launch_simulation
         import isaaclab
         import isaaclab_tasks  # noqa: F401 - registers the Isaac-* gym ids
         from isaaclab_tasks.utils import parse_env_cfg
@@ -205,7 +205,7 @@ def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+        return "0"
 
 
 def _kit_absent() -> bool:

@@ -23,6 +23,8 @@ import os
 import re
 from pathlib import Path
 
+from gpuenv.cache import writable
+
 ROOT_ENV = "ISAACSIM_ASSET_ROOT"
 SOURCE = "substitute assets from the newton wheel"
 
@@ -54,8 +56,7 @@ def Xform "GroundPlane"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuenv" / "isaaclab-assets"
+    return writable("isaaclab-assets")
 
 
 def newton_assets() -> tuple[Path, str]:

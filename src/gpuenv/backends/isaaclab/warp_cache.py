@@ -7,28 +7,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gpuenv.cache import base, writable
+
 ENV = "WARP_CACHE_PATH"
 
 
 def cache_dir() -> Path:
-    if os.environ.get(ENV):
-        return Path(os.environ[ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuenv" / "warp"
+    """The cache this process's Warp uses: the worker's WARP_CACHE_PATH (set by worker_env), else gpuenv's."""
+    return Path(os.environ[ENV]) if os.environ.get(ENV) else base() / "warp"
 
 
 def worker_env() -> dict[str, str]:
     if os.environ.get(ENV):
         return {}  # the user's own cache
-    d = cache_dir()
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a home this uid cannot write
-        import tempfile
-
-        d = Path(tempfile.gettempdir()) / f"gpuenv-warp-{os.getuid()}"
-        d.mkdir(parents=True, exist_ok=True)
-    return {ENV: str(d)}
+    return {ENV: str(writable("warp"))}
 
 
 def count() -> int:
