@@ -78,12 +78,23 @@ class Decision:
     needs_gpu: list[str] = field(default_factory=list)
 
 
-def _course_task(task: str) -> bool:
-    """A task of the course's own simulator (Godot)."""
+def named_by(row: str) -> list[str]:
+    """The backends a row of the decision table names (their declarations say so: Backend.decision_row)."""
     from gpuenv.registry import default_registry
 
-    godot = default_registry().backends.get("godot")
-    return bool(godot and task in godot.tasks)
+    return [b.name for b in default_registry().backends.values() if b.decision_row == row]
+
+
+def _course_task(task: str) -> bool:
+    """A task of the course's own simulator (the backend the 'course' row names)."""
+    from gpuenv.registry import default_registry
+
+    return any(task in default_registry().get(name).tasks for name in named_by("course"))
+
+
+def _of(opts: list[Option], row: str) -> list[Option]:
+    names = named_by(row)
+    return [o for o in opts if o.selector.split(":", 1)[0] in names]
 
 
 def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
@@ -158,15 +169,16 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
                      "startup and compile need GPU measurements (gpuenv bench --suite throughput on a GPU machine)")
     if _course_task(task):
         row = ROWS["course"]
-        pick = min((o for o in opts if o.selector.startswith("godot:")), key=lambda o: o.wall_s(budget, configs), default=fastest)
-        why.append(f"{task} is a course task (Godot's): {line(pick)}")
+        pick = min(_of(opts, "course"), key=lambda o: o.wall_s(budget, configs), default=fastest)
+        why.append(f"{task} is a course task ({', '.join(named_by('course'))}'s): {line(pick)}")
     elif configs >= CONFIGS_ENVPOOL:
         row = ROWS["configs"]
-        pool = [o for o in opts if o.selector.startswith("envpool:")]
+        pool = _of(opts, "configs")
         pick = min(pool, key=lambda o: o.wall_s(budget, configs)) if pool else fastest
-        why.append(f"{configs} configs >= {CONFIGS_ENVPOOL}: many short CPU runs, where EnvPool's in-process pool wins: {line(pick)}")
+        names = ", ".join(named_by("configs"))
+        why.append(f"{configs} configs >= {CONFIGS_ENVPOOL}: many short CPU runs, where {names}'s in-process pool wins: {line(pick)}")
         if not pool:
-            why.append(f"no EnvPool record of {task} here: gpuenv bench --backend envpool --task {task}")
+            why.append(f"no {names} record of {task} here: gpuenv bench --backend {names} --task {task}")
     elif total <= BUDGET_LIMIT:
         row = ROWS["small"]
         pick = min(cpu_opts, key=lambda o: o.wall_s(budget, configs)) if cpu_opts else fastest

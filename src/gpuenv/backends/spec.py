@@ -144,6 +144,7 @@ class Backend:
     worker_env: str | None = None  # "module:function"() -> env vars its workers need (a compile cache ...)
     programs: tuple[str, ...] = ()  # executables it starts, found on PATH (a simulator server binary)
     suite: str = "quick"  # the suite `make bench-<name>` runs
+    decision_row: str = ""  # the row of the course's decision table that names it (gpuenv.decide.ROWS): "course", "configs"
 
     def in_own_image(self) -> bool:
         """This interpreter is the backend's environment already: one of its images (GPUENV_IMAGE),

@@ -38,4 +38,5 @@ BACKEND = Backend(
     },
     image=Image("EnvPool (C++ thread pool), SB3", ("envpool", "ppo"), None, "docker/envpool.Dockerfile"),
     ppo_env=PpoEnv("gpuenv.backends.envpool.ppo:make_vecenv", variants=("sync",)),
+    decision_row="configs",  # the course's decision table names it (gpuenv decide)
 )

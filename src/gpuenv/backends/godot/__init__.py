@@ -57,4 +57,5 @@ BACKEND = Backend(
     ppo_env=PpoEnv("gpuenv.backends.godot.ppo:make_vecenv", variants=("uncapped", "realtime")),
     image=Image("Godot 3.2 headless (godot3-server) + godot-rl's client, SB3", ("ppo",), None, "docker/godot.Dockerfile",
                 no_deps=("godot-rl==0.8.2",)),
+    decision_row="course",  # the course's decision table names it (gpuenv decide)
 )
