@@ -89,7 +89,7 @@ test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 ## Unit tests only (no simulator runs).
-## The GPU images (brax, mjx) built and run on this machine without a GPU: refusal, CPU fallback, one
+## The GPU images (brax, mjx, isaaclab kit-less) built and run on this machine without a GPU: refusal, CPU fallback, one
 ## CUDA stack for JAX and torch. About 9 GB of wheels per image; CI runs it after `make test`.
 test-images-gpu: $(STAMP)
 	GPUENV_TEST_GPU_IMAGES=1 $(BIN)/python -m pytest -q tests/gpu_images $(PYTEST_ARGS)
