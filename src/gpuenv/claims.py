@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.errors import UserError
-from gpuenv.report.format import duration
+from gpuenv.report.format import duration, fmt_rate
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTER = ROOT / "claims" / "register.toml"
@@ -403,11 +403,7 @@ def fmt(x: float, unit: str) -> str:
         return f"{x:.2g}x" if x < 10 else f"{x:.0f}x"
     if unit == "s":
         return duration(x)
-    if x >= 1e6:
-        return f"{x / 1e6:.3g}M"
-    if x >= 1e3:
-        return f"{x / 1e3:.3g}k"
-    return f"{x:.3g}"
+    return fmt_rate(x)  # rates as every table of gpuenv writes them
 
 
 def with_unit(x: float, unit: str) -> str:

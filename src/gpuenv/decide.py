@@ -103,6 +103,7 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     from gpuenv.claims import device_class
     from gpuenv.measure.fingerprint import machines
     from gpuenv.registry import default_registry
+    from gpuenv.report.format import label
 
     mine = [r for r in records if r.get("status") == "ok" and r["case"]["task"] == task]
     if not mine:
@@ -115,7 +116,7 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     for r in recs:
         if r["measurement_mode"] != "env-step-throughput":
             continue
-        sel = f"{r['case']['backend']}:{r['case']['variant']}"
+        sel = label(r)
         s = r["summary"]
         rate = s["env_steps_per_s"]["median"]
         if sel in best and best[sel].rate >= rate:
@@ -127,7 +128,7 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     for r in recs:  # time-to-reward: the rate PPO trained at, per seed, where the same backend:variant has one
         if r["measurement_mode"] != "time-to-reward":
             continue
-        sel = f"{r['case']['backend']}:{r['case']['variant']}"
+        sel = label(r)
         s = r["summary"]
         rates = sorted(x["env_steps_to_threshold"] / x["train_time_to_threshold_s"] for x in r.get("runs") or []
                        if x.get("env_steps_to_threshold") and x.get("train_time_to_threshold_s"))
@@ -150,14 +151,21 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
         raise UserError(f"--configs must be >= 1 (got {configs})")
     machine, opts = options_for(task, records)
     total = budget * configs
-    cpu_opts = [o for o in opts if not o.gpu_backend]
-    fastest = min(opts, key=lambda o: o.wall_s(budget, configs))
     from gpuenv.report.format import duration
+
+    def wall(o: Option) -> float:
+        return o.wall_s(budget, configs)
+
+    fastest = min(opts, key=wall)
+
+    def quickest(among: list[Option]) -> Option:
+        """Of these options the one that reaches the budget first; the fastest of all where there are none."""
+        return min(among, key=wall, default=fastest)
 
     def line(o: Option) -> str:
         t = o.train_wall_s(budget, configs)
         ppo = f"; with PPO training {duration(t)} (time-to-reward records)" if t else ""
-        return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} "
+        return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(wall(o))} "
                 f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
 
     why, needs = [], []
@@ -169,24 +177,24 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
                      "startup and compile need GPU measurements (gpuenv bench --suite throughput on a GPU machine)")
     if _course_task(task):
         row = ROWS["course"]
-        pick = min(_of(opts, "course"), key=lambda o: o.wall_s(budget, configs), default=fastest)
+        pick = quickest(_of(opts, "course"))
         why.append(f"{task} is a course task ({', '.join(named_by('course'))}'s): {line(pick)}")
     elif configs >= CONFIGS_ENVPOOL:
         row = ROWS["configs"]
         pool = _of(opts, "configs")
-        pick = min(pool, key=lambda o: o.wall_s(budget, configs)) if pool else fastest
+        pick = quickest(pool)
         names = ", ".join(named_by("configs"))
         why.append(f"{configs} configs >= {CONFIGS_ENVPOOL}: many short CPU runs, where {names}'s in-process pool wins: {line(pick)}")
         if not pool:
             why.append(f"no {names} record of {task} here: gpuenv bench --backend {names} --task {task}")
     elif total <= BUDGET_LIMIT:
         row = ROWS["small"]
-        pick = min(cpu_opts, key=lambda o: o.wall_s(budget, configs)) if cpu_opts else fastest
+        pick = quickest([o for o in opts if not o.gpu_backend])
         why.append(f"{total:,} steps in all is within the course's {BUDGET_LIMIT:,} (taken as 'up to'): the fastest CPU backend "
-                   f"measured here finishes in {duration(pick.wall_s(budget, configs))}: {line(pick)}")
+                   f"measured here finishes in {duration(wall(pick))}: {line(pick)}")
     else:
         row = ROWS["gpu"]
-        pick = min(gpu_here, key=lambda o: o.wall_s(budget, configs)) if gpu_here else fastest
+        pick = quickest(gpu_here)
         why.append(f"{total:,} steps in all is past the course's {BUDGET_LIMIT:,}: at this scale a GPU simulator pays for its startup")
         if not gpu_here:
             why.append(f"this machine measured no backend on a GPU; its fastest is {line(pick)}")
@@ -195,7 +203,7 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
             why.append(f"vs {line(o)}")
     if pick.ttr:
         why.append(pick.ttr)
-    answer = f"{pick.selector} ({pick.num_envs} envs): {duration(pick.wall_s(budget, configs))} on this machine"
+    answer = f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} on this machine"
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
 

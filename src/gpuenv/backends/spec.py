@@ -73,13 +73,11 @@ class Environment:
     def lock_path(self, root: Path) -> Path:
         return root / self.lock
 
-    def is_current(self, requires: tuple[str, ...]) -> bool:
-        """This interpreter is that environment already (the backend's own image): the same Python
-        and the backend's modules importable."""
+    def is_current_python(self) -> bool:
+        """This interpreter is of that environment's Python version."""
         import sys
 
-        return f"{sys.version_info[0]}.{sys.version_info[1]}" == self.python and all(
-            importlib.util.find_spec(m) is not None for m in requires)
+        return f"{sys.version_info[0]}.{sys.version_info[1]}" == self.python
 
 
 @dataclass(frozen=True)
@@ -154,7 +152,7 @@ class Backend:
         names = {self.name, *(i.name for i in self.more_images if i.name)}
         if os.environ.get("GPUENV_IMAGE") in names:
             return True
-        return self.environment is not None and self.environment.is_current(self.requires)
+        return self.environment is not None and self.environment.is_current_python() and not self.missing()
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None] + [

@@ -65,20 +65,24 @@ def nav(prefix: str) -> str:
 # --- cases -----------------------------------------------------------------------------------------
 
 
+def _stem(r: dict) -> str:
+    return f"{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}"
+
+
 def case_href(r: dict) -> str:
     """A record's page, relative to the site's root."""
-    return f"cases/{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}.html"
+    return f"cases/{_stem(r)}.html"
 
 
 def record_href(r: dict) -> str:
-    return f"records/{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}.json"
+    return f"records/{_stem(r)}.json"
 
 
 def reproduce(r: dict) -> list[str]:
     """The exact commands that reproduce a record: the same suite narrowed to this case, here or in
     the image it ran in."""
     c = r["case"]
-    args = ["bench", "--suite", str(r.get("suite") or "quick"), "--backend", f"{c['backend']}:{c['variant']}", "--task", c["task"]]
+    args = ["bench", "--suite", str(r.get("suite") or "quick"), "--backend", label(r), "--task", c["task"]]
     if r["measurement_mode"] == "env-step-throughput":
         args += ["--num-envs", str(c["num_envs"])]
     out = [shlex.join(["gpuenv", *args])]
@@ -196,6 +200,7 @@ def throughput_figures(records: list[dict], prefix: str) -> list[str]:
 
 def case_table(records: list[dict], prefix: str) -> str:
     """Every record of the page, linked to its case page, with memory and phase columns once measured."""
+    from gpuenv.modes import of
     from gpuenv.tasks import task_rank
 
     rows = []
@@ -203,15 +208,7 @@ def case_table(records: list[dict], prefix: str) -> str:
         s = r.get("summary") or {}
         phases = s.get("phases") or {}
         ph = ", ".join(f"{k} {p['vs_step_reset']['median']:.2f}" for k, p in phases.items() if p.get("vs_step_reset")) or "-"
-        if r["measurement_mode"] == "env-step-throughput" and r["status"] == "ok":
-            value = f"{fmt_rate(s['env_steps_per_s']['median'])} env steps/s"
-        elif r["status"] == "ok":
-            from gpuenv.modes import of
-
-            h = of(r).headline(r)
-            value = f"{h.value:,.3g} {h.unit}"
-        else:
-            value = r["status"]
+        value = of(r).progress_line(r) if r["status"] == "ok" else r["status"]  # the mode's own one-line figure
         dev = s.get("device_peak_mib")
         rows.append(f"<tr><td><a href='{attr(prefix + case_href(r))}'>{attr(r['case_key'])}</a></td><td>{attr(value)}</td>"
                     f"<td>{attr(host_memory(s) if s else '-')}</td><td>{attr('-' if dev is None else f'{dev:,.0f}')}</td>"
@@ -234,22 +231,9 @@ def claims_page(records: list[dict], root: Path, css: str) -> Path:
     from gpuenv import claims as cl
 
     results = cl.check_all(records)
-    rows, ys, claimed, measured, mlow, mhigh, texts, links, mtexts = [], [], [], [], [], [], [], [], []
+    rows = []
     for res in results:
-        c = res.claim
-        m = res.measured
-        ys.append(html.escape(c.id))
-        lo, hi = c.stated_range()
-        claimed.append(c.central)
-        texts.append("<br>".join([f"<b>{html.escape(c.id)}</b>", html.escape(c.who), f"claimed: {html.escape(c.stated)}",
-                                  html.escape(c.hardware)]))
-        measured.append(m.value if m else None)
-        mlow.append(m.value - m.ci_low if m else None)
-        mhigh.append(m.ci_high - m.value if m else None)
-        links.append(case_href(m.record) if m else "")
-        mtexts.append("<br>".join([f"<b>{html.escape(c.id)}</b>: measured {html.escape(cl.with_unit(m.value, c.unit))}",
-                                   html.escape(m.case_key), html.escape(cl.machine_label(m.record)),
-                                   f"claimed / measured: {res.ratio:.3g}", "click: the case's page"]) if m and res.ratio else "")
+        c, m = res.claim, res.measured
         why = "; ".join(res.differences) or res.detail
         if res.status == "arithmetic":
             mcell = res.detail
@@ -262,21 +246,34 @@ def claims_page(records: list[dict], root: Path, css: str) -> Path:
         rows.append(f"<tr id='claim-{attr(slug(c.id))}'><td>{attr(c.id)}</td><td>{attr(c.who)}<br><span class='note'>{attr(c.source)}</span></td>"
                     f"<td>{attr(c.stated)}<br><span class='note'>{attr(c.hardware)}; {attr(c.protocol)}</span></td>"
                     f"<td>{attr(mcell)}<br>{case}</td><td>{attr(ratio)}</td><td>{attr(why)}</td><td>{attr(res.to_check)}</td></tr>")
-    rate_units = {"env steps/s", "frames/s", "physics steps/s"}
-    keep = [i for i, res in enumerate(results) if res.claim.unit in rate_units]
-    pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
-    traces = [
-        {"type": "scatter", "mode": "markers", "name": "claimed", "y": pick(ys), "x": pick(claimed), "text": pick(texts),
+    # the chart: claims in a rate unit (ratios, durations and arithmetic stay in the table)
+    plotted = [res for res in results if res.claim.unit in ("env steps/s", "frames/s", "physics steps/s")]
+    ids = [html.escape(res.claim.id) for res in plotted]
+
+    def measured_tip(res: cl.Result) -> str:
+        c, m = res.claim, res.measured
+        if not (m and res.ratio):
+            return ""
+        return "<br>".join([f"<b>{html.escape(c.id)}</b>: measured {html.escape(cl.with_unit(m.value, c.unit))}", html.escape(m.case_key),
+                            html.escape(cl.machine_label(m.record)), f"claimed / measured: {res.ratio:.3g}", "click: the case's page"])
+
+    ms = [res.measured for res in plotted]
+    traces: list[dict] = [
+        {"type": "scatter", "mode": "markers", "name": "claimed", "y": ids, "x": [res.claim.central for res in plotted],
+         "text": ["<br>".join([f"<b>{html.escape(res.claim.id)}</b>", html.escape(res.claim.who), f"claimed: {html.escape(res.claim.stated)}",
+                               html.escape(res.claim.hardware)]) for res in plotted],
          "hovertemplate": "%{text}<extra></extra>", "marker": {"symbol": "diamond", "size": 11, "color": "#d62728"}},
-        {"type": "scatter", "mode": "markers", "name": "measured (95% interval)", "y": pick(ys), "x": pick(measured),
-         "text": pick(mtexts), "customdata": pick(links), "hovertemplate": "%{text}<extra></extra>",
-         "error_x": {"type": "data", "symmetric": False, "array": pick(mhigh), "arrayminus": pick(mlow)},
+        {"type": "scatter", "mode": "markers", "name": "measured (95% interval)", "y": ids, "x": [m.value if m else None for m in ms],
+         "text": [measured_tip(res) for res in plotted], "customdata": [case_href(m.record) if m else "" for m in ms],
+         "hovertemplate": "%{text}<extra></extra>",
+         "error_x": {"type": "data", "symmetric": False, "array": [m.ci_high - m.value if m else None for m in ms],
+                     "arrayminus": [m.value - m.ci_low if m else None for m in ms]},
          "marker": {"size": 10, "color": "#1f77b4"}},
     ]
     fig = figure("claims-figure", traces, {
         "title": {"text": "Claimed (red) vs measured (blue), each in the claim's own unit: the gap is the result"},
         "xaxis": {"title": {"text": "rate (log)"}, "type": "log"}, "yaxis": {"automargin": True, "autorange": "reversed"},
-        "legend": {"orientation": "h"}}, height=max(420, 34 * len(keep) + 120))
+        "legend": {"orientation": "h"}}, height=max(420, 34 * len(plotted) + 120))
     measured_n = sum(r.status == "measured" for r in results)
     body = (nav("") + "<h1>Published claims, checked</h1>"
             f"<p class='note'>{len(results)} claims from claims/register.toml; {measured_n} have a measured counterpart. "
