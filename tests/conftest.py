@@ -17,9 +17,39 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), os.enviro
 sys.path.insert(0, str(PLUGINS))
 
 
-# The GPU images' tests build about 9 GB per image: `make test-images-gpu` runs them (CI does, after
-# `make test`); plain pytest does not collect them.
+# The GPU images' tests build about 9 GB per image: `make test-images-gpu` runs them, and CI's
+# `make test` with GPUENV_TEST_GPU_IMAGES=1; plain pytest does not collect them.
 collect_ignore = [] if os.environ.get("GPUENV_TEST_GPU_IMAGES") == "1" else ["gpu_images"]
+
+# `make test` runs the tests in two pytest-xdist workers (the 2-core machines spend much of a test
+# waiting: on docker builds, subprocesses, sockets). Test files that share something outside their
+# tmp_path run in one worker, one after another:
+#   machine   the Docker engine and its images (gpuenv/<name>:latest), and every test that counts the
+#             machine's Godot servers (a container's Godot is one of them)
+#   isaaclab  Isaac Lab's environment (built once into the shared cache), its assets and kernel cache
+#   slurm     the one-node Slurm cluster of tools/slurm-local.sh
+# Every other test goes to whichever worker is free. Tests marked `serial` compare two timings of
+# this machine: `make test` runs them alone, after the others.
+XDIST_GROUPS = {
+    "test_gpu_images.py": "machine",
+    "test_images_real.py": "machine",
+    "test_godot.py": "machine",
+    "test_isaaclab.py": "isaaclab",
+    "test_dispatch.py": "slurm",
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling with the groups above as scopes (each other test its own scope).
+    (xdist's own `xdist_group` marker does nothing under pytest 9: it renames a node id pytest no
+    longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return XDIST_GROUPS.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1]) or nodeid
+
+    return Groups(config, log)
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None):
@@ -64,6 +94,26 @@ backends = [{backends}]
 tasks = ["{task}"]
 num_envs = {num_envs}
 """ + matrix_extra)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """mount(name, options) -> a tmpfs at tmp_path/name (a small disk, a read-only one): needs root,
+    as CI has (.ci/run runs as root); elsewhere the test skips and says so. Unmounted afterwards."""
+    mounted: list[Path] = []
+
+    def mount(name: str, options: str) -> Path:
+        mnt = tmp_path / name
+        mnt.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs ({options}) here ({r.stderr.strip() or 'not root'}); CI runs as root")
+        mounted.append(mnt)
+        return mnt
+
+    yield mount
+    for mnt in mounted:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def build_images(names: tuple[str, ...], timeout: float = 3600) -> dict[str, str]:

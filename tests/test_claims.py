@@ -236,11 +236,12 @@ def test_site_is_self_contained_with_claims_decision_and_case_pages(site):
     assert "course-envpool-10x" in claims and "claims-figure" in claims
     decision = (site / "decision.html").read_text()
     assert "budget &lt; 50M steps: CPU is fine" in decision and "halfcheetah" in decision
-    case = site / "cases" / "20261202T140237Z-4d17bd" / "envpool-sync-pong-n8.html"
+    (case,) = (site / "cases" / "20261202T140237Z-4d17bd").glob("envpool-sync-pong-n8-*.html")  # one page per record
     text = case.read_text()
     assert "gpuenv bench --suite quick --backend envpool:sync --task pong --num-envs 8" in text
-    assert "lock sha256" in text and "image id" in text and "records/20261202T140237Z-4d17bd/envpool-sync-pong-n8.json" in text
-    assert json.loads((site / "records" / "20261202T140237Z-4d17bd" / "envpool-sync-pong-n8.json").read_text())["case_key"] == "envpool-sync-pong-n8"
+    rec_href = f"records/20261202T140237Z-4d17bd/{case.stem}.json"
+    assert "lock sha256" in text and "image id" in text and rec_href in text
+    assert json.loads((site / rec_href).read_text())["case_key"] == "envpool-sync-pong-n8"
     rows = "".join(p.read_text() for p in machine_pages)
     # memory and phase columns carry values once measured (the 2026-12-03 quick run has both)
     assert re.search(r"envpool-sync-halfcheetah-n8</a></td><td>[^<]+</td><td>[\d,]+ \([\d.,]+\)</td><td>[^<]*</td>"
@@ -297,7 +298,7 @@ def test_chromium_hover_shows_the_points_tooltip_and_a_click_opens_its_case(site
         key = lines[0]
         ActionChains(d).click(point).perform()
         WebDriverWait(d, 10).until(lambda d: "/cases/" in d.current_url)
-        assert d.current_url.endswith(f"/{key}.html") and "Reproduce" in d.page_source
+        assert re.search(rf"/{key}-[0-9a-f]{{8}}\.html$", d.current_url) and "Reproduce" in d.page_source
     finally:
         d.quit()
 

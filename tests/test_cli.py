@@ -25,7 +25,7 @@ from gpuenv.registry import Registry
         (["bench", "-b", "envpool:turbo"], "unknown variant 'turbo'"),
         (["bench", "-b", "fake:ok", "--out", "/proc/gpuenv-not-writable"], "cannot write results to /proc"),
         (["list", "gizmos"], "unknown list 'gizmos'"),
-        (["show", "/nonexistent.json"], "no such result file"),
+        (["show", "/nonexistent.json"], "no such file or directory"),
     ],
 )
 def test_bad_input_is_one_clear_line(cli, args, message):

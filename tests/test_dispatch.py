@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -164,6 +165,37 @@ def test_a_failing_sacct_is_one_clear_error_not_a_hang(tmp_path, monkeypatch):
     d = dsp.Dispatch("R", "smoke", str(tmp_path / "R"), dsp.Options(), [dsp.Task(0, "envpool", ["k"], "41_0")])
     with pytest.raises(dsp.UserError, match="sacct failed .*Connection refused.*--attach"):
         dsp._states(d)
+
+
+def test_an_edited_state_file_cannot_start_a_program_or_write_elsewhere(tmp_path, cli):
+    """dispatch.state lives in a shared results folder: `--rerun` must not run what it names."""
+    from gpuenv import envs
+
+    run = tmp_path / "R1"
+    run.mkdir()
+    good = dsp.Dispatch("R1", "smoke", "/etc", dsp.Options(), [dsp.Task(0, "envpool", ["k"], "41_0")])
+    good.out = str(run)
+    good.save()
+    loaded = dsp.Dispatch.load(run)
+    assert loaded.out == str(run)
+    state = json.loads((run / dsp.STATE).read_text())
+    for edit, needle in [
+        ({"tasks": [{**state["tasks"][0], "python": "/bin/sh"}]}, "would start '/bin/sh', which is not one of gpuenv's environments"),
+        ({"tasks": [{**state["tasks"][0], "job_id": "41_0; rm -rf /"}]}, "is not a Slurm job id"),
+        ({"run_id": "../other"}, "is not the folder's name"),
+        ({"options": {**state["options"], "image": "--privileged"}}, "--image '--privileged': not an image reference"),
+        ({"tasks": "x"}, "is not a dispatch's state"),
+    ]:
+        (run / dsp.STATE).write_text(json.dumps({**state, **edit}))
+        with pytest.raises(dsp.UserError, match=re.escape(needle)):
+            dsp.Dispatch.load(run)
+    (run / dsp.STATE).write_text(json.dumps({**state, "out": "/etc"}))
+    assert dsp.Dispatch.load(run).out == str(run)  # records go where the state was found
+    inside = envs.cache_root() / "abc" / "bin" / "python"
+    (run / dsp.STATE).write_text(json.dumps({**state, "tasks": [{**state["tasks"][0], "python": str(inside)}]}))
+    assert dsp.Dispatch.load(run).tasks[0].python == str(inside)
+    r = cli("dispatch", "--executor", "local", "--image", "-v/:/host", "--container", "docker", "--suite", "smoke", "--dry-run")
+    assert r.returncode == 2 and "not an image reference" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_a_tasks_log_is_its_own_not_task_10s(tmp_path):

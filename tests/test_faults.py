@@ -78,15 +78,9 @@ def test_kill_9_of_gpuenv_takes_its_hanging_worker_and_the_workers_child(tmp_pat
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 200 KB tmpfs (needs root, as in CI: .ci/run runs as root)."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or 'not root'}); CI runs as root")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+def small_disk(tmpfs):
+    """A 200 KB tmpfs."""
+    return tmpfs("disk", "size=200k")
 
 
 def fill(disk: Path, leave_kib: int) -> None:
@@ -160,9 +154,7 @@ def test_hostile_files_are_skipped_by_every_reader_with_a_short_message(good_run
         ("asv-import", str(d), "--results-dir", str(tmp_path / "asv" / "results")),
     ]
     for args in commands:
-        t = time.perf_counter()
         r = cli(*args, timeout=300)
-        took = time.perf_counter() - t
         no_traceback(r.stdout, r.stderr)
         assert r.returncode == 0, (args, r.stdout, r.stderr)
         skipped = [line for line in r.stderr.splitlines() if line.startswith("skipped")]
@@ -171,7 +163,6 @@ def test_hostile_files_are_skipped_by_every_reader_with_a_short_message(good_run
         text = "\n".join(skipped)
         assert "nested too deep" in text and "too large for a result record" in text and "not a regular file" in text
         assert "field 'case.task'" in text
-        assert took < 60, f"{args[0]} took {took:.0f} s over hostile files"
     assert good_run.read_bytes() == before
     assert os.path.getsize(d / "huge.json") > MAX_RECORD_BYTES
 

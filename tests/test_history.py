@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -210,6 +211,9 @@ def test_pytest_benchmark_over_the_synchronised_unit_and_its_export(cli, tmp_pat
         [__import__("sys").executable, "-m", "pytest", "bench/pytest", "-q", "-p", "no:cacheprovider",
          "-k", "gymnasium-dummy-cartpole", f"--benchmark-json={out}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
+        # a plain pytest run, as `make bench-pytest` is: not one of `make test`'s xdist workers (pytest-benchmark
+        # turns itself off where PYTEST_XDIST_WORKER is set)
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (b,) = json.loads(out.read_text())["benchmarks"]

@@ -209,6 +209,7 @@ def test_local_bench_isaac_runs_cartpole_and_ant_on_the_cpu_with_newton(isaac_en
 
 
 @pytest.mark.backend
+@pytest.mark.serial
 def test_gpuenv_agrees_with_isaac_labs_own_benchmark_runtime(isaac_env, cli, tmp_path):
     """Two harnesses, one number: Isaac Lab's `isaaclab benchmark runtime` and gpuenv on the same case
     (cartpole, 64 envs, newton_mjwarp, CPU), one after the other. gpuenv's median must fall inside

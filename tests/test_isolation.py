@@ -38,16 +38,20 @@ def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
         planned("segfault"),
         planned("exit"),
         planned("hang", timeout_s=3),
+        planned("sigkill"),
         planned("ok"),
     ]
     written = run_plan(cases, suite="t", run_id="r", out_dir=tmp_path)
     by_variant = {rec["case"]["variant"]: (rec, path) for rec, path in written}
-    assert set(by_variant) == {"raise", "segfault", "exit", "hang", "ok"}
+    assert set(by_variant) == {"raise", "segfault", "exit", "hang", "sigkill", "ok"}
     reasons = {v: r["failure"]["reason"] if r["failure"] else None for v, (r, _) in by_variant.items()}
     kinds = {v: r["failure"]["kind"] if r["failure"] else None for v, (r, _) in by_variant.items()}
-    assert kinds == {"raise": "crashed", "segfault": "killed", "exit": "crashed", "hang": "timeout", "ok": None}
+    assert kinds == {"raise": "crashed", "segfault": "killed", "exit": "crashed", "hang": "timeout", "sigkill": "killed", "ok": None}
     assert reasons["raise"] == "RuntimeError: fake backend failed on purpose"
     assert reasons["segfault"] == "worker killed by SIGSEGV"
+    # SIGKILL, what the OOM killer sends: killed, and the watchdog passes it on without an error of its own
+    assert reasons["sigkill"].startswith("worker killed by SIGKILL (not the OOM killer")
+    assert "Traceback" not in by_variant["sigkill"][0]["failure"]["stderr_tail"]
     assert reasons["exit"] == "worker exited with code 7 without a result"
     assert reasons["hang"].startswith("timed out after 3 s")
     assert reasons["ok"] is None

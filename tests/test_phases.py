@@ -109,6 +109,7 @@ backends = ["envpool:sync"]
 tasks = ["halfcheetah", "cartpole"]
 num_envs = [4]
 phases = ["step", "vecenv", "inference", "update"]
+phase_ppo = { n_steps = 16, n_epochs = 1, batch_size = 64 }
 """
 
 
@@ -125,8 +126,10 @@ def test_every_phase_is_measured_apart_and_tabled(cli, tmp_path):
         assert p["vs_step_reset"]["ci_low"] <= p["vs_step_reset"]["ci_high"]
     assert "time limit removed" in hc["step"]["how"]
     assert hc["step"]["reset_cost_us"] is not None and isinstance(hc["step"]["reset_cost_within_noise"], bool)
-    assert hc["update"]["chunk_steps"] == 512 and hc["update"]["warmups"] == 0  # the shared definition's rollout
-    assert hc["inference"]["details"]["definition"] == "suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1"
+    assert hc["update"]["chunk_steps"] == 16 and hc["update"]["warmups"] == 0  # one rollout, of the suite's size
+    assert recs["halfcheetah"]["settings"]["phase_ppo"] == {"batch_size": 64, "n_epochs": 1, "n_steps": 16}
+    assert hc["inference"]["details"]["definition"] == ("suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1 with "
+                                                        "batch_size=64, n_epochs=1, n_steps=16 (the suite's phase_ppo)")
     assert hc["inference"]["details"]["policy_device"] == "cpu" and hc["vecenv"]["details"]["normalize"] is True
     assert cp["step"]["absent"].startswith("cartpole ends episodes on a termination condition")
     assert cp["step"]["env_steps_per_s"] is None and cp["update"]["env_steps_per_s"]["median"] > 0
@@ -161,8 +164,8 @@ def test_phase_summary_reset_cost_and_absent_reasons():
     assert 1.9 < ph["step"]["vs_step_reset"]["median"] < 2.1
     # 1000 steps x (1/1000 - 1/2000) s = 0.5 s per env reset, amortised over the batch
     assert ph["step"]["reset_cost_us"] == pytest.approx(0.5e6, rel=0.03) and ph["step"]["reset_cost_within_noise"] is False
-    assert ph["update"] == {"absent": "no PPO env", "failed": None}
-    assert ph["inference"] == {"absent": None, "failed": "RuntimeError: boom"}
+    assert ph["update"] == {"absent": "no PPO env"}
+    assert ph["inference"] == {"failed": "RuntimeError: boom"}
     rec = {"status": "ok", "case": {"task": "halfcheetah", "backend": "b", "variant": "v", "num_envs": 4},
            "summary": s, "run_id": "r"}
     md = phases_markdown([rec])
@@ -207,8 +210,31 @@ def test_a_phase_that_hangs_loses_only_itself_the_cases_figure_is_kept(cli, tmp_
     assert hung["status"] == "ok" and hung["summary"]["env_steps_per_s"]["median"] > 0  # measured before the phase
     assert hung["processes"][0]["incomplete"].startswith("timeout: timed out after 15 s")
     step = hung["summary"]["phases"]["step"]
-    assert step["env_steps_per_s"] is None and step["failed"].startswith("the worker ended before this phase finished (timeout")
+    assert step["env_steps_per_s"] is None and step["not_finished_within_s"] == 15 and step["failed"] is None
     assert recs["ok"]["summary"]["phases"]["step"]["how"] == "none: fake, no time limit"  # the other case is untouched
+    out = " ".join(r.stdout.split())
+    assert "not finished in 15 s" in out  # the table says what happened, with the time
+    assert "phase step: not finished in 15 s: the case's timeout_s (15 s) stopped the worker while this phase ran" in out
+
+
+def test_a_phase_cut_off_by_the_timeout_is_not_finished_and_any_other_end_is_a_failure():
+    from gpuenv.modes.throughput.phases import NOT_FINISHED, unfinished
+
+    pending = {"failed": NOT_FINISHED}
+    assert unfinished(pending, "timeout: timed out after 300 s (hung or too slow); killed", 300.0) == {"not_finished_within_s": 300.0}
+    assert unfinished(pending, "killed: worker killed by SIGSEGV", 300.0) == {"failed": f"{NOT_FINISHED} (killed: worker killed by SIGSEGV)"}
+    assert unfinished({"failed": "RuntimeError: x"}, "timeout: ...", 300.0) == {"failed": "RuntimeError: x"}  # it ended by itself
+    assert unfinished(pending, None, 300.0) is pending
+
+
+def test_phase_ppo_sizes_are_checked(tmp_path):
+    from gpuenv.modes.throughput.phases import check_sizes
+
+    assert check_sizes({"n_steps": 64}, "s") == (("n_steps", 64),)
+    for bad, msg in (({"lr": 1}, "not a size it can set"), ({"n_steps": 0}, "must be an integer in 1.."),
+                     ({"n_steps": True}, "must be an integer"), ([1], "must be a table")):
+        with pytest.raises(UserError, match=msg):
+            check_sizes(bad, "s")
 
 
 def test_the_jax_cache_falls_back_when_home_is_not_writable(tmp_path, monkeypatch):

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuenv import inputs
 from gpuenv.errors import UserError
 from gpuenv.report.format import duration, fmt_rate
 
@@ -95,17 +95,15 @@ def load_register(path: Path | None = None) -> list[Claim]:
     """The claims of a register file; UserError naming the file, claim and key on any mistake."""
     path = path or register_path()
     where = str(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise UserError(f"claims register {where}: cannot read it ({e.strerror}); GPUENV_CLAIMS names another") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"claims register {where}: not valid TOML ({e})") from None
+    data = inputs.read_toml(path, f"claims register {where} (GPUENV_CLAIMS names another)")
     unknown = set(data) - {"claim"}
     if unknown:
         raise UserError(f"claims register {where}: unknown top-level key {sorted(unknown)[0]!r} (only [[claim]] tables)")
+    claims = data.get("claim", [])
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        raise UserError(f"claims register {where}: 'claim' must be [[claim]] tables, one per claim")
     out, seen = [], set()
-    for i, c in enumerate(data.get("claim", [])):
+    for i, c in enumerate(claims):
         cid = c.get("id") or f"#{i + 1}"
         what = f"claims register {where}, claim {cid}"
         bad = set(c) - _CLAIM_KEYS

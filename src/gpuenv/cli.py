@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -16,11 +17,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpuenv.errors import UserError
+from gpuenv.escape import markup, terminal
 from gpuenv.registry import default_registry
 
 app = typer.Typer(
@@ -82,6 +83,9 @@ def bench(
         if bad:  # GPUENV_CPU_OK=1 lifts only "no GPU"; an old driver or a broken JAX stays an error
             hint = f"; {CPU_FALLBACK_HINT}" if bad[0].name == "gpu" else ""
             raise UserError(f"{bad[0].message}{hint}; `gpuenv doctor` shows every check")
+    from gpuenv.results.schema import record_tags
+
+    record_tags()  # a bad GPUENV_RECORD_TAGS: one line now, not after the first case ran
     registry = default_registry()
     for selector in backend or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason()
@@ -105,11 +109,13 @@ def bench(
         raise UserError(f"nothing to run in suite '{plan.suite}' on this machine"
                         + (f": {'; '.join(why[:3])}{' ...' if len(why) > 3 else ''}" if why else "") + "; see `gpuenv list`")
     keys = [item.key for item in items]
-    run_id = checked_run_id(run_id_opt) if run_id_opt else new_run_id()
-    run_dir = prepare_dir(out_dir(out) / run_id)
+    run_id = checked_run_id(run_id_opt) if run_id_opt is not None else new_run_id()
+    # the output folder is checked now; the run's own folder appears with its first record, so a
+    # run killed before any case finished leaves no empty folder behind
+    run_dir = prepare_dir(out_dir(out)) / run_id
     console.print(f"[bold]gpuenv bench[/] suite [cyan]{plan.suite}[/]: {len(keys)} cases ({plan.unit}), run {run_id}")
     for reason in unavailable:
-        console.print(f"[yellow]skipped[/] {escape(reason)}")
+        console.print(f"[yellow]skipped[/] {markup(reason)}")
 
     records: list[dict] = []
     interrupted = False
@@ -130,15 +136,15 @@ def bench(
                 progress.update(bar, description=f"{keys[data['index']]} [{what} {data['process'] + 1}/{data['of']}]")
             elif kind == "process_done" and data["outcome"].failure and not mode.stop_after_failure:
                 o = data["outcome"]
-                progress.console.print(f"  {mode.process_word} {o.index}: [red]failed[/] {escape(o.failure['reason'])}", highlight=False)
+                progress.console.print(f"  {mode.process_word} {o.index}: [red]failed[/] {markup(o.failure['reason'])}", highlight=False)
             elif kind == "case_done":
                 records.append(data["record"])
                 r = data["record"]
                 head = f"[{len(records)}/{len(keys)}] {r['case_key']}"
                 if r["status"] != "ok":
-                    progress.console.print(f"{head}: [red]{r['status']}[/] ({r['failure']['kind']}) {escape(r['failure']['reason'])}")
+                    progress.console.print(f"{head}: [red]{r['status']}[/] ({r['failure']['kind']}) {markup(r['failure']['reason'])}")
                 else:
-                    progress.console.print(f"{head}: {escape(mode.progress_line(r))}", highlight=False)
+                    progress.console.print(f"{head}: {markup(mode.progress_line(r))}", highlight=False)
                 progress.advance(bar)
 
         # Ctrl-C, SIGTERM and SIGHUP (a CI timeout, a closed terminal) take one path: workers run in
@@ -159,12 +165,12 @@ def bench(
     for t in tables(records):
         console.print(t)
     for note in footnotes(records):
-        console.print(f"[yellow]warning[/] {escape(note)}")
+        console.print(f"[yellow]warning[/] {markup(note)}")
     for sk in plan.skipped:
-        console.print(f"[dim]not run: {escape(sk)}[/]")
+        console.print(f"[dim]not run: {markup(sk)}[/]")
     failed = [r for r in records if r["status"] != "ok"]
     missed = [r for r in records if mode.missed(r)]
-    console.print(f"{len(records)} records written to {run_dir}")
+    console.print(f"{len(records)} records written to {markup(run_dir)}")
     if stopped is not None:
         for key in stopped.not_run:
             console.print(f"[red]not run[/] {key}")
@@ -172,10 +178,9 @@ def bench(
                         f"{len(stopped.not_run)} case(s) not run (listed above)")
     if interrupted:
         done = sum(r["status"] != "interrupted" for r in records)
-        err_console.print(f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) and the interrupted case's "
+        raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) and the interrupted case's "
                           f"record are kept in {run_dir}" if done < len(records) else
                           f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) are kept in {run_dir}")
-        raise typer.Exit(EXIT_INTERRUPTED)
     if failed:
         err_console.print(f"{len(failed)} case(s) failed; their records say why (status 'failed')")
         raise typer.Exit(EXIT_CASE_FAILED)
@@ -214,7 +219,7 @@ def list_(
                 ", ".join(b.variants),
                 "GPU (or CPU)" if b.device == "gpu" else "CPU",
                 environment_status(b),
-                "[green]available[/]" if reason is None else f"[yellow]{escape(reason)}[/]",
+                "[green]available[/]" if reason is None else f"[yellow]{markup(reason)}[/]",
             )
         console.print(t)
     if what in ("all", "tasks"):
@@ -235,9 +240,9 @@ def list_(
         t.add_column("description")
         for name in available_suites():
             try:
-                desc = escape(load_any(name, registry)[1].description)
+                desc = markup(load_any(name, registry)[1].description)
             except UserError as e:
-                desc = f"[red]{escape(str(e))}[/]"
+                desc = f"[red]{markup(str(e))}[/]"
             t.add_row(name, desc)
         console.print(t)
 
@@ -271,27 +276,27 @@ def info(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = F
         return
     m = data["machine"]
     t = Table(title="machine", title_justify="left", show_header=False)
-    t.add_row("cpu", f"{m['cpu_model']} ({m['cpu_physical']} physical / {m['cpu_logical']} logical cores)")
+    t.add_row("cpu", markup(f"{m['cpu_model']} ({m['cpu_physical']} physical / {m['cpu_logical']} logical cores)"))
     t.add_row("memory", f"{m['memory_gib']} GiB")
-    t.add_row("os / python", f"{m['os']} / {m['python']}")
+    t.add_row("os / python", markup(f"{m['os']} / {m['python']}"))
     gpus = m["gpus"]
     t.add_row(
         "gpu",
-        "; ".join(f"{g['name']} driver {g['driver']} CUDA {g['cuda_driver_api']}" for g in gpus)
+        markup("; ".join(f"{g['name']} driver {g['driver']} CUDA {g['cuda_driver_api']}" for g in gpus))
         or "none (no nvidia-smi or no GPU visible)",
     )
     for k, v in data["runtime"].items():
-        t.add_row(k, str(v))
+        t.add_row(k, markup(v))
     t.add_row("git", f"{data['git']['sha']}{' (dirty)' if data['git']['dirty'] else ''}")
     console.print(t)
     v = Table(title="library versions", title_justify="left", show_header=False)
     for k, ver in data["packages"].items():
-        v.add_row(k, ver or "[dim]not installed[/]")
+        v.add_row(k, markup(ver) if ver else "[dim]not installed[/]")
     console.print(v)
     if data["env"]:
         e = Table(title="environment variables that change speed", title_justify="left", show_header=False)
         for k, val in data["env"].items():
-            e.add_row(k, val)
+            e.add_row(markup(k), markup(val))
         console.print(e)
 
 
@@ -317,33 +322,28 @@ def runtime_info() -> dict:
 
 @app.command()
 def show(
-    paths: Annotated[list[Path], typer.Argument(help="record files or run directories")],
+    paths: Annotated[list[str], typer.Argument(help="record files or run directories")],
     as_markdown: Annotated[bool, typer.Option("--markdown", help="one markdown table (for READMEs)")] = False,
 ) -> None:
     """Print the tables of stored records (validated on read)."""
+    from gpuenv.history.load import load_records
     from gpuenv.report.table import footnotes, markdown, tables
-    from gpuenv.results.schema import load
-    from gpuenv.results.store import load_dir
 
-    records, problems = [], []
-    for p in paths:
-        if p.is_dir():
-            recs, probs = load_dir(p)
-            records += recs
-            problems += probs
-        else:
-            records.append(load(p))
-    for msg in problems:
-        err_console.print(f"[yellow]skipped[/] {msg}")
-    if not records:
-        raise UserError(f"no valid result records in {', '.join(map(str, paths))}")
+    records, problems = load_records(paths)
+    print_skipped(problems)
     if as_markdown:
-        print(markdown(records))
+        print(terminal(markdown(records), multiline=True))
         return
     for t in tables(records):
         console.print(t)
     for note in footnotes(records):
-        console.print(f"[yellow]warning[/] {note}")
+        console.print(f"[yellow]warning[/] {markup(note)}")
+
+
+def print_skipped(problems: list[str]) -> None:
+    """What a reader left out and why, one line each (file names and record text escaped)."""
+    for msg in problems:
+        err_console.print(f"[yellow]skipped[/] {markup(msg)}")
 
 
 @app.command()
@@ -359,12 +359,12 @@ def doctor(
     colour = {"ok": "green", "fail": "red", "skip": "dim"}
     for c in checks:
         status = "skip" if cpu_ok and c.name == "gpu" and c.status == "fail" else c.status
-        console.print(f"[{colour[status]}]{status:4}[/] {c.name:7} {c.message}", highlight=False)
+        console.print(f"[{colour[status]}]{status:4}[/] {c.name:7} {markup(c.message)}", highlight=False)
     bad = failures(checks, cpu_ok)
     if bad:
         for c in bad:  # in a GPU image, no GPU: the one line also says how to measure on the CPU instead
             hint = f"; {CPU_FALLBACK_HINT}" if c.name == "gpu" and in_gpu_image() else ""
-            err_console.print(f"error: {c.message}{hint}", highlight=False, soft_wrap=True, markup=False)
+            error_line(f"{c.message}{hint}")
         raise typer.Exit(EXIT_USER_ERROR)
     if cpu_ok and any(c.name == "gpu" and c.status == "fail" for c in checks):
         console.print("no GPU here: fine for the CPU backends (--cpu-ok)")
@@ -400,7 +400,7 @@ def images(
         for name in names or []:
             im.get_image(name)
         for path in write_locks(list(names) if names else None):
-            console.print(f"wrote {path}")
+            console.print(f"wrote {markup(path)}")
         return
     t = Table(title="images (docker/; build with `make images`)", title_justify="left")
     for col in ("image", "base", "CUDA", "min driver", "pinned versions", "verified"):
@@ -420,7 +420,6 @@ def images(
 def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
     """`gpuenv images build`: plain `docker build` in dependency order, BuildKit on; the base from the
     pinned reference, or a local debootstrap one where it cannot be pulled."""
-    import shlex
     import subprocess
     import time
 
@@ -434,10 +433,10 @@ def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
         if len(names) != 1:
             raise UserError("--pin builds one image: name it, e.g. `gpuenv images build brax --pin brax==0.13.0`")
         (lock,) = im.write_locks(names, pins)
-        console.print(f"wrote {lock}")
+        console.print(f"wrote {markup(lock)}")
     if dry_run:
         for _, cmd in im.build_commands(names, "docker", {}, pins):
-            console.print(shlex.join(cmd), highlight=False, markup=False, soft_wrap=True)
+            console.print(terminal(shlex.join(cmd)), highlight=False, markup=False, soft_wrap=True)
         return
     why = im.docker_status(gpu=False)
     if why:
@@ -446,11 +445,11 @@ def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
     bases = {}
     for pinned, python in im.python_bases(names).items():
         bases[pinned], source = im.base_image(docker, pinned, python)
-        console.print(f"base image: {bases[pinned]} ({source})", highlight=False)
+        console.print(f"base image: {markup(bases[pinned])} ({markup(source)})", highlight=False)
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     rows = []
     for name, cmd in im.build_commands(names, docker, bases, pins):
-        console.print(f"[bold]building {name}[/]: {escape(shlex.join(cmd))}", highlight=False, soft_wrap=True)
+        console.print(f"[bold]building {name}[/]: {markup(shlex.join(cmd))}", highlight=False, soft_wrap=True)
         t0 = time.perf_counter()
         rc = subprocess.call(cmd, cwd=im.ROOT, env=env)
         took = time.perf_counter() - t0
@@ -544,7 +543,7 @@ def dispatch(
     items = {item.key: item for item in plan.items}
     if dry_run:
         for t in d.tasks:
-            console.print(f"task {t.index} ({t.backend}): {dsp.quote(dsp.command_line(dsp.task_spec(d, t), '<facts>'))}", highlight=False)
+            console.print(f"task {t.index} ({t.backend}): {markup(shlex.join(dsp.command_line(dsp.task_spec(d, t), '<facts>')))}", highlight=False)
         console.print(f"{len(d.tasks)} task(s), {len(items)} case(s); nothing submitted (--dry-run)")
         return
     if rerun:
@@ -563,7 +562,7 @@ def dispatch(
             new += [dsp.Task(len(d.tasks) + len(new) + i, b, keys, version_set=first.version_set, python=first.python, tags=first.tags)
                     for i, (b, keys) in enumerate(dsp.batches(missing, d.options.cases_per_task))]
         if not new:
-            console.print(f"every case of {run_dir} has an ok record: nothing to rerun")
+            console.print(f"every case of {markup(run_dir)} has an ok record: nothing to rerun")
             return
         missing = [k for t in new for k in t.cases]
         d.tasks += new
@@ -574,31 +573,30 @@ def dispatch(
         prepare_dir(d.run_dir)
         d.save()
         dsp.submit(d, d.tasks)
-        console.print(f"[bold]gpuenv dispatch[/] suite [cyan]{plan.suite}[/]: {len(items)} cases in {len(d.tasks)} "
+        console.print(f"[bold]gpuenv dispatch[/] suite [cyan]{markup(plan.suite)}[/]: {len(items)} cases in {len(d.tasks)} "
                       f"task(s), {d.options.executor} job {d.job_id}, run {d.run_id}")
     else:
-        console.print(f"attached to job {attach}: run {d.run_id}, {len(d.tasks)} task(s)")
+        console.print(f"attached to job {markup(attach)}: run {markup(d.run_id)}, {len(d.tasks)} task(s)")
     try:
         dsp.wait(d, console)
     except KeyboardInterrupt:
         if d.options.executor == "local":  # local tasks are this command's children: they stop with it
-            err_console.print(f"interrupted: the local tasks stop with this command; records so far are in {d.run_dir}; "
-                              f"`gpuenv dispatch --rerun {d.run_dir}` runs the rest")
-        else:
-            err_console.print(f"detached: the tasks go on in Slurm; `gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` picks the job up again")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: console.print(f"[yellow]warning[/] {escape(m)}")) if r["case_key"] in items]
+            raise Interrupted(f"interrupted: the local tasks stop with this command; records so far are in {d.run_dir}; "
+                              f"`gpuenv dispatch --rerun {d.run_dir}` runs the rest") from None
+        raise Interrupted(f"detached: the tasks go on in Slurm; `gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` "
+                          "picks the job up again") from None
+    records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: console.print(f"[yellow]warning[/] {markup(m)}")) if r["case_key"] in items]
     for label in dict.fromkeys(t.version_set for t in d.tasks):  # one set of tables per version set of a sweep
         if label:
-            console.print(f"[bold]{escape(label)}[/]")
+            console.print(f"[bold]{markup(label)}[/]")
         for table in tables([r for r in records if dsp.slot(r)[0] == label]):
             console.print(table)
     for note in footnotes(records):
-        console.print(f"[yellow]warning[/] {escape(note)}")
+        console.print(f"[yellow]warning[/] {markup(note)}")
     failed = [r for r in records if r["status"] != "ok"]
-    console.print(f"{len(records)} records in {d.run_dir}")
+    console.print(f"{len(records)} records in {markup(d.run_dir)}")
     if failed:
-        err_console.print(f"{len(failed)} case(s) failed; their records say why; `gpuenv dispatch --rerun {d.run_dir}` reruns only those")
+        err_console.print(f"{len(failed)} case(s) failed; their records say why; `gpuenv dispatch --rerun {markup(d.run_dir)}` reruns only those")
         raise typer.Exit(EXIT_CASE_FAILED)
 
 
@@ -620,7 +618,8 @@ def bench_image(
         gpus, why = nvidia_smi()
         where = (f"GPU here: {gpus[0]['name']}" if gpus else
                  f"no GPU here ({why}): {img.backend} runs on the CPU, so these are CPU numbers, not what its image measures on a GPU")
-        console.print(f"[bold]{img.backend}[/]: suite {suite} on this machine (LOCAL=1), not in gpuenv/{img.name}; {where}", highlight=False)
+        console.print(f"[bold]{img.backend}[/]: suite {markup(suite)} on this machine (LOCAL=1), not in gpuenv/{img.name}; {markup(where)}",
+                      highlight=False)
         bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=out)
         return
     from gpuenv.images import is_built, runnable_here
@@ -629,7 +628,7 @@ def bench_image(
     if not is_built(img):
         build_images([img.name], [], False)
     cmd = docker_run_command(img, suite, Path.cwd() / "results")
-    console.print(" ".join(cmd), highlight=False, markup=False)
+    console.print(terminal(" ".join(cmd)), highlight=False, markup=False)
     import subprocess
 
     raise typer.Exit(subprocess.call(cmd))
@@ -637,8 +636,8 @@ def bench_image(
 
 @app.command()
 def compare(
-    old: Annotated[list[Path], typer.Argument(help="OLD record files or result directories", show_default=False)],
-    new: Annotated[Path, typer.Argument(help="NEW record file or result directory")],
+    old: Annotated[list[str], typer.Argument(help="OLD record files or result directories", show_default=False)],
+    new: Annotated[str, typer.Argument(help="NEW record file or result directory")],
     threshold: Annotated[float, typer.Option("--threshold", help="exit 1 when a case is slower by more than this fraction")] = 0.10,
     allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware or drivers")] = False,
     by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
@@ -651,8 +650,7 @@ def compare(
         raise UserError(f"--threshold must be a fraction in [0, 1) (got {threshold}); 0.1 means 10%")
     old_recs, p1 = load_records(old, "OLD records")
     new_recs, p2 = load_records([new], "NEW records")
-    for msg in p1 + p2:
-        err_console.print(f"[yellow]skipped[/] {msg}")
+    print_skipped(p1 + p2)
     diff = differences(old_recs, new_recs)
     if diff and not allow_different:
         fields = "; ".join(f"{k}: {a} vs {b}" for k, a, b in ((k, *v) for k, v in diff.items()))
@@ -682,11 +680,11 @@ def compare(
         t.add_row(r.case_key, r.unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
     console.print(t)
     for k, (a, b) in version_changes(old_recs, new_recs).items():
-        console.print(f"[dim]version {k}: {a} -> {b}[/]")
+        console.print(f"[dim]version {markup(k)}: {markup(a)} -> {markup(b)}[/]")
     if diff:
-        console.print(f"[yellow]warning[/] compared across: {', '.join(diff)}")
+        console.print(f"[yellow]warning[/] compared across: {markup(', '.join(diff))}")
     if apart:
-        console.print(f"[yellow]warning[/] compared across machine speeds in {len(apart)} case(s), e.g. {apart[0][0]}: {apart[0][1]}")
+        console.print(f"[yellow]warning[/] compared across machine speeds in {len(apart)} case(s), e.g. {apart[0][0]}: {markup(apart[0][1])}")
     if no_fingerprint:
         console.print(f"[yellow]warning[/] {no_fingerprint} pair(s) have no machine-speed fingerprint on one side (records "
                       "written before gpuenv measured one): a faster or slower machine cannot be told from a code change there")
@@ -717,18 +715,22 @@ def compare(
 
 @app.command()
 def regressions(
-    paths: Annotated[list[Path] | None, typer.Argument(help="result directories (default: results/)")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="result directories (default: results/)")] = None,
     min_change: Annotated[float, typer.Option("--min-change", help="smallest relative change reported")] = 0.05,
     by_version: Annotated[str | None, typer.Option("--by-version", help="order each history by this library's version, e.g. brax")] = None,
 ) -> None:
     """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
+    import math
+
     from gpuenv.history.changepoints import detect
     from gpuenv.history.load import load_records
     from gpuenv.history.regress import describe, series_by_case
 
-    records, problems = load_records(paths or [Path("results")], "records")
-    for msg in problems:
-        err_console.print(f"[yellow]skipped[/] {msg}")
+    if not (math.isfinite(min_change) and 0 <= min_change < 10):
+        raise UserError(f"--min-change must be a finite fraction >= 0 (got {min_change}); 0.05 means 5%")
+
+    records, problems = load_records(paths or ["results"], "records")
+    print_skipped(problems)
     t = Table(title="change points (permutation test of the best split, p < 0.01)", title_justify="left")
     for col in ("case", "at run", "before", "after", "change", "kind", "what changed"):
         t.add_column(col)
@@ -737,7 +739,7 @@ def regressions(
     for key, points in sorted(series.items()):
         for cp in detect([v for v, _ in points], min_change=min_change):
             found += 1
-            t.add_row(*describe(key, points, cp))
+            t.add_row(*map(markup, describe(key, points, cp)))
     if found:
         console.print(t)
     console.print(f"{found} change point(s) in {len(series)} case histories ({len(records)} records)")
@@ -745,7 +747,7 @@ def regressions(
 
 @app.command()
 def report(
-    paths: Annotated[list[Path] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
     out: Annotated[str, typer.Option("--out", "-o", help="site directory")] = "results/site",
     num_envs: Annotated[int | None, typer.Option("--num-envs", help="num_envs of the backend comparison")] = None,
 ) -> None:
@@ -753,31 +755,40 @@ def report(
     from gpuenv.history.load import load_records
     from gpuenv.report.site import build
 
-    records, problems = load_records(paths or [Path("results")], "records")
-    for msg in problems:
-        err_console.print(f"[yellow]skipped[/] {msg}")
-    index = build(records, out_dir(out), num_envs)
-    console.print(f"wrote {index} ({len(records)} records)")
+    site = out_dir(out)
+    if site.exists() and not site.is_dir():
+        raise UserError(f"--out {out}: a file is there; the site is a folder of pages (pass a new or existing directory)")
+    if num_envs is not None and num_envs < 1:
+        raise UserError(f"--num-envs must be >= 1 (got {num_envs})")
+    records, problems = load_records(paths or ["results"], "records")
+    print_skipped(problems)
+    sizes = sorted({r["case"]["num_envs"] for r in records if r["status"] == "ok"})
+    if num_envs is not None and num_envs not in sizes:
+        raise UserError(f"--num-envs {num_envs}: no ok record at that size (measured: {', '.join(map(str, sizes)) or 'none'})")
+    try:
+        index = build(records, site, num_envs)
+    except OSError as e:
+        raise UserError(f"cannot write the site to {out}: {os_error_text(e)}") from None
+    console.print(f"wrote {markup(index)} ({len(records)} records)")
 
 
 @app.command()
 def claims(
-    paths: Annotated[list[Path] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Every published claim in claims/register.toml beside its closest measured case, or the run it needs."""
     from gpuenv import claims as cl
     from gpuenv.history.load import load_records
 
-    records, problems = load_records(paths or [Path("results")], "records")
-    for msg in problems:
-        err_console.print(f"[yellow]skipped[/] {msg}")
+    records, problems = load_records(paths or ["results"], "records")
+    print_skipped(problems)
     results = cl.check_all(records)
     if as_json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return
     for line in cl.text_report(results, cl.register_path()):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(terminal(line), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -785,7 +796,7 @@ def decide(
     task: Annotated[str, typer.Option("--task", "-t", help="the task (gpuenv list tasks)")],
     budget: Annotated[str, typer.Option("--budget", help="env steps per run: 50M, 1B, 2e7 ...")],
     configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
-    results: Annotated[list[Path] | None, typer.Option("--results", help="record files or directories (default: results/)")] = None,
+    results: Annotated[list[str] | None, typer.Option("--results", help="record files or directories (default: results/)")] = None,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
     from gpuenv.decide import decide as run_decide
@@ -796,11 +807,10 @@ def decide(
 
     get_task(task)  # an unknown task: one line naming the known ones
     steps = parse_steps(budget)
-    records, problems = load_records(results or [Path("results")], "records")
-    for msg in problems:
-        err_console.print(f"[yellow]skipped[/] {msg}")
+    records, problems = load_records(results or ["results"], "records")
+    print_skipped(problems)
     d = run_decide(task, steps, configs, records)
-    t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {d.machine}", title_justify="left")
+    t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
     for col in ("backend", "envs", "env steps/s", "startup+compile s", "wall-clock to budget", "with PPO training"):
         t.add_column(col)
     for o in d.options:
@@ -808,48 +818,40 @@ def decide(
         t.add_row(o.selector, str(o.num_envs), f"{o.rate:,.0f} ({o.ci[0]:,.0f}-{o.ci[1]:,.0f})", f"{o.fixed_s:.1f}",
                   duration(o.wall_s(steps, configs)), duration(tw) if tw else "-")
     console.print(t)
-    console.print(f"[bold]row[/]: {d.row}", highlight=False)
-    console.print(f"[bold]answer[/]: {d.answer}", highlight=False)
+    console.print(f"[bold]row[/]: {markup(d.row)}", highlight=False)
+    console.print(f"[bold]answer[/]: {markup(d.answer)}", highlight=False)
     for w in d.why:
-        console.print(f"  why: {w}", highlight=False, markup=False)
+        console.print(f"  why: {terminal(w)}", highlight=False, markup=False)
     for n in d.needs_gpu:
-        console.print(f"  needs GPU measurements: {n}", highlight=False, markup=False)
+        console.print(f"  needs GPU measurements: {terminal(n)}", highlight=False, markup=False)
 
 
 @app.command("asv-import")
 def asv_import(
-    paths: Annotated[list[Path], typer.Argument(help="record files or result directories")],
+    paths: Annotated[list[str], typer.Argument(help="record files or result directories")],
     results_dir: Annotated[Path, typer.Option("--results-dir", help="asv results_dir")] = Path("results/asv/results"),
     by_version: Annotated[str | None, typer.Option("--by-version", help="library whose releases form the x axis, e.g. brax")] = None,
 ) -> None:
     """Write asv result files from gpuenv records (then `asv publish` draws the history)."""
-    from gpuenv.history.asv_import import import_records
+    from gpuenv.history.asv_import import check_library, import_records, write_config
     from gpuenv.history.load import load_records
 
+    if by_version is not None:
+        check_library(by_version)
     records, problems = load_records(paths, "records")
-    for msg in problems:
-        err_console.print(f"[yellow]skipped[/] {msg}")
-    repo = Path.cwd()
-    if by_version:
-        repo = results_dir.parent / f"timeline-{by_version}"
-        conf = results_dir.parent / f"asv-{by_version}.conf.json"
-        conf.parent.mkdir(parents=True, exist_ok=True)
-        conf.write_text(json.dumps({
-            "version": 1, "project": f"gpuenv over {by_version} releases", "project_url": "https://github.com/gpuenv/gpuenv",
-            "repo": str(repo.resolve()), "dvcs": "git", "branches": ["main"], "environment_type": "existing",
-            "results_dir": str(results_dir.resolve()), "html_dir": str((results_dir.parent / f"html-{by_version}").resolve()),
-        }, indent=2))
+    print_skipped(problems)
+    repo = write_config(results_dir, by_version) if by_version else Path.cwd()
     written, skipped = import_records(records, results_dir, repo, by_version)
     not_ok = [m for m in skipped if m.endswith(": not ok")]
     for msg in skipped:
         if msg not in not_ok:
-            err_console.print(f"[yellow]not imported[/] {msg}")
+            err_console.print(f"[yellow]not imported[/] {markup(msg)}")
     if not_ok:  # failed cases have no number to chart: expected, said once
         console.print(f"[dim]{len(not_ok)} record(s) of failed cases left out (asv charts numbers only)[/]")
     if not written:
         raise UserError("no record could be imported (each needs status ok and a commit in this repository)")
     how = f"asv publish --config {results_dir.parent / f'asv-{by_version}.conf.json'}" if by_version else "asv publish"
-    console.print(f"wrote {written} asv results to {results_dir}; now `{how}`")
+    console.print(f"wrote {written} asv results to {markup(results_dir)}; now `{markup(how)}`")
 
 
 @app.command()
@@ -888,9 +890,9 @@ def sweep(
         sw.prepare(vs)
         how = "reused the cached environment" if vs.reused else "resolved and built the environment"
         if vs.status != "ready":
-            console.print(f"[red]{vs.label}: {vs.status}[/]: {vs.reason} (the other versions still run)", highlight=False)
+            console.print(f"[red]{markup(vs.label)}: {vs.status}[/]: {markup(vs.reason)} (the other versions still run)", highlight=False)
             continue
-        console.print(f"{vs.label}: {how} in {vs.setup_s:.1f} s ({vs.env_dir})", highlight=False)
+        console.print(f"{markup(vs.label)}: {how} in {vs.setup_s:.1f} s ({markup(vs.env_dir)})", highlight=False)
         sw.run(vs, sweep_id, bench_args, out)
     labels = [vs.label for vs in sets]
     series = sw.collect(sets)
@@ -922,16 +924,16 @@ def sweep(
     for vs in sets:
         if vs.status.startswith("ran"):
             shown = {k: vs.versions.get(k) for k in (package, "jax", "jaxlib", "numpy", "mujoco") if vs.versions.get(k)}
-            console.print(f"[dim]{vs.label}: {vs.status}; resolved {shown}; records in {vs.run_dir}[/]", highlight=False)
+            console.print(f"[dim]{markup(vs.label)}: {vs.status}; resolved {markup(shown)}; records in {markup(vs.run_dir)}[/]", highlight=False)
     if series:
         try:
             sw.plot(series, labels, out / sweep_id / "sweep.png")
-            console.print(f"plot: {out / sweep_id / 'sweep.png'}")
+            console.print(f"plot: {markup(out / sweep_id / 'sweep.png')}")
         except ImportError:
             console.print("[dim]no plot: matplotlib is not installed (pip install 'gpuenv[history]')[/]")
     bad = [vs for vs in sets if not vs.status.startswith("ran")]
     if bad:
-        err_console.print(f"{len(bad)} version set(s) did not run: {', '.join(f'{vs.label} ({vs.status})' for vs in bad)}")
+        err_console.print(f"{len(bad)} version set(s) did not run: {markup(', '.join(f'{vs.label} ({vs.status})' for vs in bad))}")
         raise typer.Exit(EXIT_CASE_FAILED)
 
 
@@ -944,7 +946,7 @@ def export_gab(
     from gpuenv.history.gab import export
 
     n = export(src, dst)
-    console.print(f"wrote {n} benchmarks to {dst}")
+    console.print(f"wrote {n} benchmarks to {markup(dst)}")
 
 
 @app.command(hidden=True)
@@ -957,6 +959,26 @@ def worker(spec: str, out: str) -> None:
     exit_now(worker_main(spec, out))
 
 
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C (or SIGTERM, SIGHUP) that says what it kept: its one line, exit 130."""
+
+
+def error_line(message: str) -> None:
+    """The one line a user error gets on stderr: whatever the message quotes (a path, a record's
+    text) is shown, never obeyed as a terminal control sequence."""
+    err_console.print(f"error: {terminal(message)}", highlight=False, soft_wrap=True, markup=False)
+
+
+def os_error_text(e: OSError) -> str:
+    import errno
+
+    where = f"{str(e.filename)[:200]}{'...' if len(str(e.filename)) > 200 else ''}: " if e.filename else ""
+    fix = {errno.ENOSPC: "free some space or pass another directory", errno.EDQUOT: "free some space or pass another directory",
+           errno.EROFS: "pass a directory on a writable file system", errno.EACCES: "check its permissions or pass another path",
+           errno.ENAMETOOLONG: "pass a shorter path"}.get(e.errno or 0, "check the path and pass another")
+    return f"{where}{e.strerror or e}; {fix}"
+
+
 # Typer ships its own copy of click in recent releases: take the classes from typer itself.
 _USAGE_ERROR: type[Exception] = typer.BadParameter.__mro__[1]  # type: ignore[assignment]  # click's UsageError, whichever click typer uses
 
@@ -967,7 +989,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = command.main(args=argv, prog_name="gpuenv", standalone_mode=False)
     except UserError as e:
-        err_console.print(f"error: {e}", highlight=False, soft_wrap=True, markup=False)
+        error_line(str(e))
+        sys.exit(EXIT_USER_ERROR)
+    except OSError as e:  # a path the user gave that cannot be read or written: the commands catch the
+        # ones they expect; this is the net under them, still one line naming the path
+        error_line(os_error_text(e))
         sys.exit(EXIT_USER_ERROR)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -977,9 +1003,14 @@ def main(argv: list[str] | None = None) -> None:
             console.print(command.get_help(usage.ctx), markup=False, highlight=False)
             sys.exit(0)
         hint = f" (see `{usage.ctx.command_path} --help`)" if getattr(usage, "ctx", None) else ""
-        err_console.print(f"error: {usage.format_message()}{hint}", highlight=False, soft_wrap=True, markup=False)
+        error_line(f"{usage.format_message()}{hint}")
         sys.exit(EXIT_USER_ERROR)
+    except Interrupted as e:
+        err_console.print(terminal(str(e)), highlight=False, soft_wrap=True, markup=False)
+        sys.exit(EXIT_INTERRUPTED)
     except typer.Abort:
         err_console.print("aborted")
         sys.exit(EXIT_INTERRUPTED)
+    if rv == EXIT_INTERRUPTED:  # typer turns a Ctrl-C inside any command into exit 130, silently
+        err_console.print("interrupted (Ctrl-C)")
     sys.exit(rv if isinstance(rv, int) else 0)

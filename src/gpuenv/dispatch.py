@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +32,10 @@ from typing import Any
 from gpuenv.errors import UserError
 
 STATE = "dispatch.state"
+# An image reference or a .sif path, never an option or a mount spec: it lands on docker's, apptainer's
+# or srun's command line.
+IMAGE_REF = r"[A-Za-z0-9][A-Za-z0-9._/@+-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?|/[A-Za-z0-9._/+-]+\.sif"
+JOB_ID = r"[0-9]+(_[0-9]+)?"
 EXECUTORS = ("slurm", "local")
 CONTAINERS = ("none", "docker", "apptainer", "pyxis")
 # Slurm job states after which a task will not write anything more
@@ -65,6 +69,11 @@ class Options:
                 raise UserError(f"--{name.replace('_', '-')} must be >= {0 if name == 'gpus_per_task' else 1} (got {v})")
         if self.cpus_per_task is not None and self.cpus_per_task < 1:
             raise UserError(f"--cpus-per-task must be >= 1 (got {self.cpus_per_task})")
+        if self.image is not None and not re.fullmatch(IMAGE_REF, self.image):
+            raise UserError(f"--image {self.image!r}: not an image reference (e.g. gpuenv/brax:latest, registry/name@sha256:..., "
+                            "or a .sif path): it goes on the container runtime's command line")
+        if self.partition is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.,-]*", self.partition):
+            raise UserError(f"--partition {self.partition!r}: not a Slurm partition name")
         return self
 
 
@@ -112,9 +121,30 @@ class Dispatch:
             d = json.loads((run_dir / STATE).read_text())
         except (OSError, ValueError) as e:
             raise UserError(f"{run_dir}: not a dispatch run directory (no readable {STATE}: {e})") from None
-        d["options"] = Options(**d["options"])
-        d["tasks"] = [Task(**t) for t in d["tasks"]]
-        return cls(**d)
+        try:
+            d["options"] = Options(**d["options"]).check()
+            d["tasks"] = [Task(**t) for t in d["tasks"]]
+            out = cls(**d)
+        except (TypeError, KeyError, AttributeError) as e:
+            raise UserError(f"{run_dir}: {STATE} is not a dispatch's state ({type(e).__name__}: {str(e)[:80]})") from None
+        return out.checked(run_dir)
+
+    def checked(self, run_dir: Path) -> Dispatch:
+        """A state file is read back from a shared results folder: what in it reaches a command line
+        (job ids, the interpreter a rerun starts, the run id and folder) must be what it says it is."""
+        from gpuenv import envs
+
+        bad = f"{run_dir}: {STATE} was edited or is not gpuenv's"
+        if self.run_id != run_dir.resolve().name:
+            raise UserError(f"{bad}: its run id {str(self.run_id)[:40]!r} is not the folder's name")
+        self.out = str(run_dir)  # records go where the state was found, whatever the file says
+        cache = envs.cache_root().resolve()
+        for t in self.tasks:
+            if any(j and not re.fullmatch(JOB_ID, j) for j in (t.job_id, self.job_id)):
+                raise UserError(f"{bad}: job id {t.job_id or self.job_id!r} is not a Slurm job id")
+            if t.python and cache not in Path(t.python).resolve().parents:
+                raise UserError(f"{bad}: task {t.index} would start {t.python!r}, which is not one of gpuenv's environments ({cache})")
+        return self
 
 
 def slot(r: dict) -> tuple[str, str]:
@@ -569,6 +599,3 @@ def find_job(out: Path, job: str) -> Path:
             return state.parent
     raise UserError(f"no dispatch with job {job} under {out} (--out names the results directory it used)")
 
-
-def quote(cmd: list[str]) -> str:
-    return " ".join(shlex.quote(c) for c in cmd)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from gpuenv import inputs
 from gpuenv.errors import UserError
 from gpuenv.registry import Registry
 
@@ -31,6 +31,33 @@ def suites_dir() -> Path:
 def available_suites() -> list[str]:
     d = suites_dir()
     return sorted(p.stem for p in d.glob("*.toml")) if d.is_dir() else []
+
+
+# The largest value a suite or the command line may ask for. Beyond these no run can be meant (or fit
+# a machine): an absurd size must be one line when the suite loads, not a worker that crashes or
+# runs out of memory after minutes. num_envs: env i is seeded seed + i, and simulators take 31-bit
+# seeds (the throughput suite leaves 2^20 below 2^31).
+LIMITS: dict[str, float] = {
+    "num_envs": 1 << 20,
+    "processes": 100,
+    "seeds": 100,
+    "values": 1000,
+    "warmups": 100,
+    "chunk_steps": 1_000_000,
+    "min_time_s": 3600.0,
+    "timeout_s": 7 * 86400.0,
+    "max_time_s": 7 * 86400.0,
+    "memory_limit_mib": 1 << 24,  # 16 TiB
+    "max_env_steps": 10**12,
+    "eval_every_steps": 10**12,
+    "eval_episodes": 10_000,
+}
+
+
+def at_most(name: str, value: float, where: str) -> None:
+    """UserError when `value` is above LIMITS[name], saying the limit."""
+    if value > LIMITS[name]:
+        raise UserError(f"{where}: {name} = {value:,} is more than gpuenv runs (at most {LIMITS[name]:,g}); use a smaller value")
 
 
 def unknown_keys(keys: Any, allowed: Any, where: str) -> None:
@@ -65,12 +92,7 @@ def resolve_path(name_or_path: str) -> Path:
 
 
 def read_toml(path: Path) -> dict:
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML: {e}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read suite file: {e}") from None
+    return inputs.read_toml(path, f"suite file {path}")
 
 
 def load_any(name_or_path: str, registry: Registry, *, seeds: int | None = None) -> tuple[Any, Any]:

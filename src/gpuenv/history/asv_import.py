@@ -10,6 +10,7 @@ and filter by them. Written with asv's own Results class so the format is asv's.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 from collections import defaultdict
@@ -18,6 +19,7 @@ from pathlib import Path
 from gpuenv.errors import UserError
 from gpuenv.modes import of
 from gpuenv.registry import default_registry
+from gpuenv.results.models import GIT_SHA, PACKAGE_NAME
 
 ENV_NAME = "existing-gpuenv"
 
@@ -48,8 +50,13 @@ def param(r: dict) -> str:
 
 
 def commit_date_ms(repo: Path, sha: str) -> int | None:
-    r = subprocess.run(["git", "show", "-s", "--format=%ct", sha], cwd=repo, capture_output=True, text=True)
-    return int(r.stdout.strip()) * 1000 if r.returncode == 0 and r.stdout.strip() else None
+    """The commit's date, or None where `sha` is no commit of `repo`. The sha is a record's (validated
+    as hex by the record model, checked again here) and goes after --end-of-options: never an option."""
+    if not re.fullmatch(GIT_SHA, sha):
+        return None
+    r = subprocess.run(["git", "show", "-s", "--format=%ct", "--end-of-options", sha], cwd=repo, capture_output=True, text=True)
+    out = r.stdout.strip()
+    return int(out) * 1000 if r.returncode == 0 and out.isdigit() else None
 
 
 def version_key(v: str):
@@ -65,23 +72,55 @@ def release_timeline(records: list[dict], library: str, where: Path) -> dict[str
     """A git repository with one commit per release of `library` seen in the records (tagged
     `<library>-<version>`, in version order), so asv draws history against library versions. Returns
     {version: commit sha}. The records' `where.git.sha` is replaced by the release's commit."""
+    check_library(library)
     versions = sorted({r["where"]["packages"].get(library) for r in records if r["where"]["packages"].get(library)}, key=version_key)
     if not versions:
         raise UserError(f"no record says which {library} version it ran with")
-    import shutil as _shutil
+    import os
+    import shutil
 
-    _shutil.rmtree(where, ignore_errors=True)
+    shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     git = ["git", "-C", str(where), "-c", "user.name=gpuenv", "-c", "user.email=gpuenv@localhost"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    run = functools.partial(subprocess.run, capture_output=True, text=True, check=True)
     shas = {}
-    for i, v in enumerate(versions):
-        date = f"2000-01-{i + 1:02d}T00:00:00+00:00"  # order only: asv needs dates, releases have none here
-        env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "PATH": __import__("os").environ["PATH"]}
-        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"{library} {v}"], check=True, env=env)
-        subprocess.run([*git, "tag", f"{library}-{v}"], check=True)
-        shas[v] = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        run([*git, "init", "-q", "-b", "main"])
+        for i, v in enumerate(versions):
+            date = f"2000-01-{i + 1:02d}T00:00:00+00:00"  # order only: asv needs dates, releases have none here
+            env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "PATH": os.environ["PATH"]}
+            run([*git, "commit", "-q", "--allow-empty", "-m", f"{library} {v}"], env=env)
+            # the tag starts with the library's name (checked above): never an option
+            run([*git, "tag", f"{library}-{v}"])
+            shas[v] = run([*git, "rev-parse", "HEAD"]).stdout.strip()
+    except subprocess.CalledProcessError as e:
+        raise UserError(f"could not build the {library} release timeline in {where}: git {e.cmd[6] if len(e.cmd) > 6 else ''} "
+                        f"failed ({(e.stderr or '').strip()[:200]})") from None
     return shas
+
+
+def write_config(results_dir: Path, library: str) -> Path:
+    """asv-<library>.conf.json beside results_dir, for `asv publish` over the library's releases;
+    returns the release timeline's repository (written by import_records)."""
+    import json
+
+    check_library(library)
+    repo = results_dir.parent / f"timeline-{library}"
+    conf = results_dir.parent / f"asv-{library}.conf.json"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(json.dumps({
+        "version": 1, "project": f"gpuenv over {library} releases", "project_url": "https://github.com/gpuenv/gpuenv",
+        "repo": str(repo.resolve()), "dvcs": "git", "branches": ["main"], "environment_type": "existing",
+        "results_dir": str(results_dir.resolve()), "html_dir": str((results_dir.parent / f"html-{library}").resolve()),
+    }, indent=2))
+    return repo
+
+
+def check_library(name: str) -> str:
+    """A library name as --by-version takes it: a PEP 508 name, so it names a file and a git tag safely."""
+    if not re.fullmatch(PACKAGE_NAME, name):
+        raise UserError(f"--by-version {name!r}: not a package name (letters, digits, '.', '_', '-'), e.g. --by-version brax")
+    return name
 
 
 def import_records(records: list[dict], results_dir: Path, repo: Path, by_version: str | None = None) -> tuple[int, list[str]]:

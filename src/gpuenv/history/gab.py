@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from gpuenv.errors import UserError
+from gpuenv.inputs import read_regular
 
 
 def convert(data: dict) -> list[dict]:
@@ -30,10 +31,13 @@ def convert(data: dict) -> list[dict]:
 
 def export(src: Path, dst: Path) -> int:
     try:
-        data = json.loads(Path(src).read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{src}: not a pytest-benchmark JSON file ({e})") from None
-    rows = convert(data)
+        data = json.loads(read_regular(Path(src), f"{src}: not a pytest-benchmark JSON file"))
+    except (ValueError, RecursionError) as e:
+        raise UserError(f"{src}: not a pytest-benchmark JSON file ({str(e)[:80] or 'nested too deep'})") from None
+    try:
+        rows = convert(data)
+    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+        raise UserError(f"{src}: not a pytest-benchmark JSON file of gpuenv's ({type(e).__name__}: {str(e)[:80]})") from None
     if not rows:
         raise UserError(f"{src}: no gpuenv benchmarks with env_steps_per_s in it (run `make bench-pytest`)")
     Path(dst).write_text(json.dumps(rows, indent=2) + "\n")

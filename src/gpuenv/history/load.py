@@ -6,22 +6,37 @@ from pathlib import Path
 
 from gpuenv.errors import UserError
 from gpuenv.results.schema import load
-from gpuenv.results.store import load_dir
+from gpuenv.results.store import identity, load_dir
 
 
-def load_records(paths: list[Path], what: str = "records") -> tuple[list[dict], list[str]]:
-    """(valid records, one message per skipped file). A path that does not exist or holds no valid
-    record is an error; a corrupt file among good ones is skipped and named."""
+def checked_paths(values: list[str] | list[Path]) -> list[Path]:
+    """Paths as the readers take them: an empty one is refused (it would quietly mean the current
+    directory and read everything under it)."""
+    out = []
+    for v in values:
+        if not str(v).strip():
+            raise UserError("an empty path was given; name a record file or a result directory, e.g. results/local")
+        out.append(Path(v))
+    return out
+
+
+def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[list[dict], list[str]]:
+    """(valid records, each once; one message per skipped file). A path that does not exist or
+    holds no valid record is an error; a corrupt file among good ones is skipped and named."""
     records: list[dict] = []
     problems: list[str] = []
-    for p in paths:
-        if p.is_dir():
+    for p in checked_paths(paths):
+        try:
+            is_dir, exists = p.is_dir(), p.exists()
+        except OSError as e:
+            raise UserError(f"{str(p)[:200]}: cannot read it ({e.strerror or e})") from None
+        if is_dir:
             recs, probs = load_dir(p)
             if not recs and not probs:
                 raise UserError(f"{p}: no result records in this directory (run `gpuenv bench --out {p}` first)")
             records += recs
             problems += probs
-        elif p.exists():
+        elif exists:
             try:
                 records.append(load(p))
             except UserError as e:
@@ -30,4 +45,13 @@ def load_records(paths: list[Path], what: str = "records") -> tuple[list[dict], 
             raise UserError(f"{p}: no such file or directory")
     if not records:
         raise UserError(f"no valid {what} in {', '.join(map(str, paths))}" + (f" ({problems[0]})" if problems else ""))
-    return records, problems
+    seen: set[str] = set()
+    unique = []
+    for r in records:
+        key = identity(r)
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    if len(unique) < len(records):
+        problems.append(f"{len(records) - len(unique)} duplicate record file(s): the same record in several files is read once")
+    return unique, problems

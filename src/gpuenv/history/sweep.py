@@ -152,10 +152,9 @@ def collect(sets: list[VersionSet]) -> dict[str, list[tuple[str, dict]]]:
 
 
 def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Path) -> None:
-    import matplotlib
+    from gpuenv.escape import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     from gpuenv.modes import of

@@ -45,6 +45,32 @@ def _cgroup_limit(name: str) -> str | None:
     return None if value.startswith("max") else value
 
 
+def oom_kills() -> dict[str, int]:
+    """The kernel's counts of processes its OOM killer ended, where readable: system-wide
+    (/proc/vmstat) and in this process's memory cgroup (v2 memory.events, v1 memory.oom_control).
+    A worker that died of SIGKILL while one of them rose was most likely the OOM killer's victim."""
+    out: dict[str, int] = {}
+    files = [Path("/proc/vmstat")]
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, where = line.split(":", 2)
+            if controllers == "":
+                files.append(Path("/sys/fs/cgroup", where.lstrip("/"), "memory.events"))
+            elif "memory" in controllers.split(","):
+                files.append(Path("/sys/fs/cgroup/memory", where.lstrip("/"), "memory.oom_control"))
+    except (OSError, ValueError):
+        pass
+    for f in files:
+        try:
+            for line in f.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and value.strip().isdigit():
+                    out[str(f)] = int(value)
+        except OSError:
+            continue
+    return out
+
+
 def container() -> dict | None:
     """Which image a record was measured in (set at build time and by `docker run`), and the limits
     the container ran under (cgroup v2, where readable). None outside a gpuenv image."""
@@ -61,7 +87,7 @@ def container() -> dict | None:
         "lock": os.environ.get("GPUENV_LOCK"),
         "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
         "gpuenv_version": os.environ.get("GPUENV_PACKAGE_VERSION"),
-        "git_sha": os.environ.get("GPUENV_GIT_SHA"),
+        "git_sha": image_git_sha(),
         "git_dirty": {"1": True, "0": False}.get(os.environ.get("GPUENV_GIT_DIRTY", "")),  # built from uncommitted changes
         "cpu_max": _cgroup_limit("cpu.max"),
         "memory_max": _cgroup_limit("memory.max"),
@@ -132,7 +158,18 @@ def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
         # In an image there is no .git: the build records the commit it was built from.
         # (GPUENV_GIT_DIRTY: "1" when the image was built from a tree with uncommitted changes.)
         flag = os.environ.get("GPUENV_GIT_DIRTY")
-        return {"sha": os.environ.get("GPUENV_GIT_SHA"), "dirty": None if not flag else flag == "1"}
+        return {"sha": image_git_sha(), "dirty": None if not flag else flag == "1"}
+
+
+def image_git_sha() -> str | None:
+    """The commit an image was built from (GPUENV_GIT_SHA); None where it is not a commit id
+    ("unknown" in an image built outside a checkout)."""
+    import re
+
+    from gpuenv.results.models import GIT_SHA
+
+    sha = os.environ.get("GPUENV_GIT_SHA", "")
+    return sha if re.fullmatch(GIT_SHA, sha) else None
 
 
 def machine() -> dict:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 from typing import Any
+
+from gpuenv import escape
 
 
 def fmt_rate(x: float) -> str:
@@ -46,18 +47,9 @@ def colour(name: str) -> str:
     return _COLOURS[name]
 
 
-def plt_module() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def html_table(head: list[str], rows: list[list[Any]], cls: str) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    h = "".join(f"<th>{attr(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{attr(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -69,7 +61,7 @@ def host_memory(summary: dict) -> str:
 
 def attr(value: Any) -> str:
     """A value for an HTML attribute or text: every record value goes through this (or html_table)."""
-    return html.escape(str(value), quote=True)
+    return escape.html(value)
 
 
 def slug(value: Any) -> str:

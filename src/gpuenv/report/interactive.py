@@ -9,7 +9,6 @@ with <, > and & as \\u escapes, so no value can close the script that carries it
 
 from __future__ import annotations
 
-import html
 import json
 import shlex
 from collections import defaultdict
@@ -66,7 +65,10 @@ def nav(prefix: str) -> str:
 
 
 def _stem(r: dict) -> str:
-    return f"{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}"
+    """run/case-<id>: a case rerun into the same run is another record, so another page."""
+    from gpuenv.results.store import identity
+
+    return f"{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}-{identity(r)[:8]}"
 
 
 def case_href(r: dict) -> str:
@@ -103,6 +105,7 @@ def _kv(rows: list[tuple[str, Any]]) -> str:
 
 def case_page(r: dict, root: Path, css: str) -> None:
     from gpuenv.modes import of
+    from gpuenv.modes.throughput.report import phase_why, phase_word
 
     path = root / case_href(r)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,9 +136,9 @@ def case_page(r: dict, root: Path, css: str) -> None:
     ]
     packages = sorted((r["where"].get("packages") or {}).items())
     phases = (s.get("phases") or {}) if s else {}
-    phase_rows = [[name, fmt_rate(p["env_steps_per_s"]["median"]) if p.get("env_steps_per_s") else ("n/a" if p.get("absent") else "failed"),
+    phase_rows = [[name, fmt_rate(p["env_steps_per_s"]["median"]) if p.get("env_steps_per_s") else phase_word(p),
                    f"{p['vs_step_reset']['median']:.2f} ({p['vs_step_reset']['ci_low']:.2f}-{p['vs_step_reset']['ci_high']:.2f})"
-                   if p.get("vs_step_reset") else "-", p.get("how") or p.get("absent") or p.get("failed") or ""]
+                   if p.get("vs_step_reset") else "-", p.get("how") or phase_why(p) or ""]
                   for name, p in phases.items()]
     details = sorted(((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in (r["what"].get("details") or {}).items()))
     body = (nav(prefix) + f"<h1>{attr(r['case_key'])}</h1>"
@@ -160,11 +163,11 @@ def page(body: str, css: str, prefix: str) -> str:
 def _hover(r: dict) -> str:
     s = r["summary"]
     e = s["env_steps_per_s"]
-    parts = [f"<b>{html.escape(r['case_key'])}</b>",
+    parts = [f"<b>{attr(r['case_key'])}</b>",
              f"{fmt_rate(e['median'])} env steps/s ({fmt_rate(e['ci_low'])}-{fmt_rate(e['ci_high'])})",
              f"startup {s.get('startup_s_median') or 0:.1f} s, compile {s.get('compile_s_median') or 0:.1f} s",
-             f"host memory {html.escape(host_memory(s))} MiB",
-             html.escape(machine_label(r)), "click: the case's page"]
+             f"host memory {attr(host_memory(s))} MiB",
+             attr(machine_label(r)), "click: the case's page"]
     return "<br>".join(parts)
 
 
@@ -183,7 +186,7 @@ def throughput_figures(records: list[dict], prefix: str) -> list[str]:
             rs.sort(key=lambda r: r["case"]["num_envs"])
             e = [r["summary"]["env_steps_per_s"] for r in rs]
             traces.append({
-                "type": "scatter", "mode": "lines+markers", "name": html.escape(name),
+                "type": "scatter", "mode": "lines+markers", "name": attr(name),
                 "x": [r["case"]["num_envs"] for r in rs], "y": [v["median"] for v in e],
                 "error_y": {"type": "data", "symmetric": False, "array": [v["ci_high"] - v["median"] for v in e],
                             "arrayminus": [v["median"] - v["ci_low"] for v in e]},
@@ -192,7 +195,7 @@ def throughput_figures(records: list[dict], prefix: str) -> list[str]:
             })
         out.append(f"<h3>{attr(task)}</h3>" + figure(
             f"scaling-{slug(task)}", traces,
-            {"title": {"text": f"{html.escape(task)}: env steps/s over num_envs (hover a point; click for its case)"},
+            {"title": {"text": f"{attr(task)}: env steps/s over num_envs (hover a point; click for its case)"},
              "xaxis": {"title": {"text": "num_envs"}, "type": "log", "dtick": 0.30103},
              "yaxis": {"title": {"text": "env steps/s (median, 95% interval)"}, "type": "log"}}))
     return out
@@ -248,20 +251,20 @@ def claims_page(records: list[dict], root: Path, css: str) -> Path:
                     f"<td>{attr(mcell)}<br>{case}</td><td>{attr(ratio)}</td><td>{attr(why)}</td><td>{attr(res.to_check)}</td></tr>")
     # the chart: claims in a rate unit (ratios, durations and arithmetic stay in the table)
     plotted = [res for res in results if res.claim.unit in ("env steps/s", "frames/s", "physics steps/s")]
-    ids = [html.escape(res.claim.id) for res in plotted]
+    ids = [attr(res.claim.id) for res in plotted]
 
     def measured_tip(res: cl.Result) -> str:
         c, m = res.claim, res.measured
         if not (m and res.ratio):
             return ""
-        return "<br>".join([f"<b>{html.escape(c.id)}</b>: measured {html.escape(cl.with_unit(m.value, c.unit))}", html.escape(m.case_key),
-                            html.escape(cl.machine_label(m.record)), f"claimed / measured: {res.ratio:.3g}", "click: the case's page"])
+        return "<br>".join([f"<b>{attr(c.id)}</b>: measured {attr(cl.with_unit(m.value, c.unit))}", attr(m.case_key),
+                            attr(cl.machine_label(m.record)), f"claimed / measured: {res.ratio:.3g}", "click: the case's page"])
 
     ms = [res.measured for res in plotted]
     traces: list[dict] = [
         {"type": "scatter", "mode": "markers", "name": "claimed", "y": ids, "x": [res.claim.central for res in plotted],
-         "text": ["<br>".join([f"<b>{html.escape(res.claim.id)}</b>", html.escape(res.claim.who), f"claimed: {html.escape(res.claim.stated)}",
-                               html.escape(res.claim.hardware)]) for res in plotted],
+         "text": ["<br>".join([f"<b>{attr(res.claim.id)}</b>", attr(res.claim.who), f"claimed: {attr(res.claim.stated)}",
+                               attr(res.claim.hardware)]) for res in plotted],
          "hovertemplate": "%{text}<extra></extra>", "marker": {"symbol": "diamond", "size": 11, "color": "#d62728"}},
         {"type": "scatter", "mode": "markers", "name": "measured (95% interval)", "y": ids, "x": [m.value if m else None for m in ms],
          "text": [measured_tip(res) for res in plotted], "customdata": [case_href(m.record) if m else "" for m in ms],
@@ -319,13 +322,13 @@ def decision_page(records: list[dict], root: Path, css: str) -> Path:
             if configs == 1:
                 for o in d.options:
                     fig_traces[o.selector].append(o.wall_s(budget, 1) / 3600)
-        traces = [{"type": "bar", "name": html.escape(sel), "x": [f"{b:,}" for b in BUDGETS][:len(v)], "y": v,
-                   "hovertemplate": f"{html.escape(sel)}: %{{y:.3g}} h to %{{x}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
+        traces = [{"type": "bar", "name": attr(sel), "x": [f"{b:,}" for b in BUDGETS][:len(v)], "y": v,
+                   "hovertemplate": f"{attr(sel)}: %{{y:.3g}} h to %{{x}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
         parts.append(f"<h2>{attr(task)}</h2><p class='note'>records of {attr(machine)}</p>")
         parts.append(html_table(["runs x steps", "decision-table row", "answer", "why"], rows, "decision"))
         if traces:
             parts.append(figure(f"decision-{slug(task)}", traces, {
-                "title": {"text": f"{html.escape(task)}: hours to the budget (one run)"}, "barmode": "group",
+                "title": {"text": f"{attr(task)}: hours to the budget (one run)"}, "barmode": "group",
                 "yaxis": {"title": {"text": "hours (log)"}, "type": "log"}, "xaxis": {"title": {"text": "env steps"}}}))
         parts += [f"<p class='note'>Needs GPU measurements: {attr(n)}</p>" for n in needs]
     path = root / "decision.html"

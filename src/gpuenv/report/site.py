@@ -12,10 +12,11 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gpuenv.escape import pyplot
 from gpuenv.measure.fingerprint import drift, machines
 from gpuenv.modes import all_modes, of
 from gpuenv.registry import default_registry
-from gpuenv.report.format import attr, colour, label, plt_module
+from gpuenv.report.format import attr, colour, label
 
 
 def latest(records: list[dict]) -> dict[str, dict]:
@@ -54,7 +55,7 @@ def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, p
     panels: dict[str, dict] = defaultdict(dict)
     for key, pts in series.items():
         panels[pts[0][0].rsplit(" ", 1)[0] if by_version else "commits"][key] = pts
-    plt = plt_module()
+    plt = pyplot()
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 3.6 * len(panels)), squeeze=False)
     for ax, (panel, group) in zip(axes[:, 0], sorted(panels.items())):
         xs = list(dict.fromkeys(x for pts in group.values() for x, _, _ in pts))  # commits: time order
@@ -89,8 +90,10 @@ def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
     different machines (by identity and reference speed, gpuenv.measure.fingerprint) never share a
     plot or a table: each machine gets its own page under machine-N/, and index.html lists them."""
     from gpuenv.report import interactive as ix
+    from gpuenv.results.store import mark_output
 
     out.mkdir(parents=True, exist_ok=True)
+    mark_output(out, "a report site (gpuenv report)")  # its records/ are copies: readers skip the site
     for name in sorted({label(r) for r in records}):
         colour(name)
     ix.write_plotly_js(out)

@@ -53,6 +53,14 @@ Bool = StrictBool
 # Safe in a file name and in rich markup: `sync[/]` or `a/b` are refused.
 Identifier = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
 WorkloadId = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
+# Values that reach a command line or a file name (git, asv): what they are and nothing else, so a
+# record's text can never become an option ("--output=...") or a path ("../..").
+GIT_SHA = r"^[0-9a-f]{7,64}$"  # abbreviated to full; SHA-1 or SHA-256 repositories
+GitSha = Annotated[str, StringConstraints(strict=True, pattern=GIT_SHA)]
+PACKAGE_NAME = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$"  # PEP 508 names
+PackageName = Annotated[str, StringConstraints(strict=True, pattern=PACKAGE_NAME)]
+Version = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")]  # PEP 440 and local labels
+EnvName = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 
 def _aware_iso8601(value: str) -> str:
@@ -206,7 +214,7 @@ class Machine(OpenModel):
 
 
 class Git(Model):
-    sha: Str | None
+    sha: GitSha | None
     dirty: Bool | None
 
 
@@ -233,8 +241,8 @@ class Scheduler(OpenModel):
 
 class Where(Model):
     machine: Machine
-    packages: dict[str, Str | None]  # every tracked distribution: version, or null if absent
-    env: dict[str, Str]  # environment variables that change speed
+    packages: dict[PackageName, Version | None]  # every tracked distribution: version, or null if absent
+    env: dict[EnvName, Str]  # environment variables that change speed
     git: Git
     environment: Environment | None = None
     scheduler: Scheduler | None = None

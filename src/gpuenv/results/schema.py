@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Annotated, Any, Union
 from pydantic import Field, TypeAdapter, ValidationError
 
 from gpuenv.errors import UserError
+from gpuenv.inputs import read_regular
 from gpuenv.modes import known_modes, record_model
 from gpuenv.results import models
 from gpuenv.results.models import SCHEMA, SCHEMA_VERSION, STATUSES
@@ -57,12 +57,32 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
         "status": status,
         "measurement_mode": mode,
     }
-    tags = os.environ.get(TAGS_ENV)  # set by `gpuenv sweep`: which version set produced the record
+    tags = record_tags()  # set by `gpuenv sweep`: which version set produced the record
     if tags:
-        out["tags"] = json.loads(tags)
+        out["tags"] = tags
     elif os.environ.get("GPUENV_VERSION_SET"):  # an image built with pinned versions
         out["tags"] = {"version_set": os.environ["GPUENV_VERSION_SET"], "image": os.environ.get("GPUENV_IMAGE")}
     return out
+
+
+def record_tags() -> dict | None:
+    """GPUENV_RECORD_TAGS (a JSON object every record of the run carries), checked: `gpuenv bench`
+    asks before any case runs, so a bad value is one line then, not a lost record after a case."""
+    raw = os.environ.get(TAGS_ENV)
+    if not raw:
+        return None
+    fix = f"unset {TAGS_ENV} or set a JSON object, e.g. '{{\"version_set\": \"brax==0.13.0\"}}'"
+    if len(raw) > 65536:
+        raise UserError(f"{TAGS_ENV} is {len(raw):,} characters (at most 65,536); {fix}")
+    try:
+        tags = json.loads(raw, parse_constant=_no_nan)
+    except RecursionError:
+        raise UserError(f"{TAGS_ENV}: nested too deep; {fix}") from None
+    except ValueError as e:
+        raise UserError(f"{TAGS_ENV} is not JSON ({str(e)[:80]}); {fix}") from None
+    if not isinstance(tags, dict) or _depth(tags) > 8:
+        raise UserError(f"{TAGS_ENV} must be a JSON object nested at most 8 levels; {fix}")
+    return tags
 
 
 def validate(record: Any, source: str = "record") -> dict:
@@ -80,7 +100,14 @@ def validate(record: Any, source: str = "record") -> dict:
             f"(reads versions {', '.join(map(str, READS_VERSIONS))}); "
             "use the gpuenv release that wrote it, or upgrade gpuenv"
         )
-    return _checked(record, source)
+    out = _checked(record, source)
+    # workload_id is derived: recomputed from what the record describes, never taken on trust (a
+    # forged id would pair records of different workloads in `compare`)
+    derived = models.record_workload_id(out)
+    if out["workload_id"] != derived:
+        raise UserError(f"{source}: workload_id {out['workload_id']} does not match what the record describes "
+                        f"({derived}): the record was edited or forged; not read")
+    return out
 
 
 def seal(record: dict) -> dict:
@@ -134,14 +161,7 @@ def _depth(value: Any) -> int:
 
 def _read(path: Path) -> bytes:
     """The file's bytes, refusing what no record is: not a regular file, or larger than MAX_RECORD_BYTES."""
-    st = os.stat(path)  # before open: opening a FIFO would block
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path}: not a regular file, so not a result record")
-    with open(path, "rb") as f:
-        data = f.read(MAX_RECORD_BYTES + 1)  # the cap holds even if the file grew since stat
-    if len(data) > MAX_RECORD_BYTES:
-        raise UserError(f"{path}: {max(st.st_size, len(data)) / 2**20:,.1f} MiB is too large for a result record (at most {MAX_RECORD_BYTES // 2**20} MiB)")
-    return data
+    return read_regular(path, str(path), MAX_RECORD_BYTES, "a result record")
 
 
 def load(path: Path) -> dict:

@@ -58,6 +58,7 @@ def write_atomic_new(directory: Path, stem: str, data: dict) -> Path:
     """
     payload = json.dumps(data, indent=1, sort_keys=False, allow_nan=False).encode()
     try:
+        directory.mkdir(parents=True, exist_ok=True)  # a run's folder appears with its first record
         return _write_new(directory, stem, payload)
     except OSError as e:
         if e.errno in _FULL:
@@ -101,6 +102,14 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def identity(record: dict) -> str:
+    """What makes two loaded records the same record: their whole validated content. A copy of a
+    record (a site's, a shared folder's) is one record; two runs of a case are two."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def write_record(directory: Path, record: dict) -> Path:
     """Seal the record (workload_id, validation: never write what we could not read back) and write
     the normalised dict it gives."""
@@ -108,10 +117,39 @@ def write_record(directory: Path, record: dict) -> Path:
     return write_atomic_new(directory, sealed["case_key"], sealed)
 
 
+# A folder gpuenv writes derived files into (the report site, with its copies of records) holds this
+# file: readers never load what is under it, so a record is never read back from gpuenv's own output.
+OUTPUT_MARK = ".gpuenv-output"
+
+
+def mark_output(directory: Path, what: str) -> None:
+    """Say that `directory` holds gpuenv's output (`what`), not records to read."""
+    (directory / OUTPUT_MARK).write_text(f"{what}, written by gpuenv: readers skip this folder (its records are copies)\n")
+
+
+def record_files(directory: Path, problems: list[str]) -> list[Path]:
+    """The *.json files under `directory`, in a stable order: symbolic links to folders are not
+    followed, folders gpuenv marked as its own output are skipped, unreadable folders are named."""
+    found: list[Path] = []
+
+    def unreadable(e: OSError) -> None:
+        problems.append(f"{e.filename}: cannot read this folder ({e.strerror or e})")
+
+    for root, dirs, files in os.walk(directory, onerror=unreadable):
+        if OUTPUT_MARK in files:
+            dirs[:] = []
+            continue
+        dirs.sort()
+        # a folder named *.json is named too (its load says it is no record file), and walked into
+        found += [Path(root) / f for f in sorted(files + [d for d in dirs if d.endswith(".json")]) if f.endswith(".json")]
+    return found
+
+
 def load_dir(directory: Path) -> tuple[list[dict], list[str]]:
     """All valid records under a directory (recursively), and one message per file skipped."""
-    records, problems = [], []
-    for p in sorted(Path(directory).rglob("*.json")):
+    records: list[dict] = []
+    problems: list[str] = []
+    for p in record_files(Path(directory), problems):
         try:
             records.append(schema.load(p))
         except UserError as e:

@@ -24,7 +24,7 @@ from typing import Any
 from gpuenv.backends.spec import Backend, resolve
 from gpuenv.errors import NoSpace, UserError
 from gpuenv.measure import fingerprint
-from gpuenv.measure.system import provenance
+from gpuenv.measure.system import oom_kills, provenance
 from gpuenv.modes import Mode, Plan
 from gpuenv.registry import default_registry
 from gpuenv.results import schema
@@ -150,6 +150,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
     Path(str(out_path) + PARTIAL).unlink(missing_ok=True)
     INTERRUPT.check()
     fail: dict | None = None
+    ooms = oom_kills()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(
             [how.python, "-m", "gpuenv", "worker", str(spec_path), str(out_path)],
@@ -184,8 +185,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
         if result is not None and not result.get("ok"):
             fail, result = failure(result.get("kind", "crashed"), result.get("error", "worker failed"), index), None
         elif rc is not None and rc < 0:
-            kind = "killed"
-            fail, result = failure(kind, f"worker killed by {_signal_name(rc)}", index), None
+            fail, result = failure("killed", f"worker killed by {_signal_name(rc)}{_oom_killer(rc, ooms)}", index), None
         elif rc != 0 or result is None:
             fail, result = failure("crashed", f"worker exited with code {rc} without a result", index), None
     partial = Path(str(out_path) + PARTIAL)
@@ -206,12 +206,47 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
     return Outcome(index, result, fail, tail)
 
 
+def _oom_killer(rc: int, before: dict[str, int]) -> str:
+    """For a worker that died of SIGKILL that gpuenv did not send: whether the kernel's OOM killer
+    ended a process meanwhile (its counters rose), which then names it."""
+    if rc != -signal.SIGKILL:
+        return ""
+    rose = {k: v - before[k] for k, v in oom_kills().items() if k in before and v > before[k]}
+    if not rose:
+        return " (not the OOM killer: its counters did not change; another process or a person sent it)"
+    where = ", ".join(f"{k} oom_kill +{n}" for k, n in rose.items())
+    return f" from the kernel's OOM killer: out of memory ({where}); a smaller num_envs, or memory_limit_mib to find the size that fits"
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+SCRATCH = "gpuenv-run-"  # + the runner's pid + "-": a case's scratch folder (specs, worker output)
+
+
+def clean_scratch() -> list[Path]:
+    """Remove the scratch folders of runs whose process is gone (killed with SIGKILL, say, so its
+    own clean-up never ran); returns what was removed. Only this user's, only of dead processes."""
+    import shutil
+
+    import psutil
+
+    removed = []
+    for d in Path(tempfile.gettempdir()).glob(f"{SCRATCH}*-*"):
+        pid = d.name[len(SCRATCH):].split("-", 1)[0]
+        try:
+            mine = d.is_dir() and not d.is_symlink() and d.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 Event = Callable[[str, dict], None]
@@ -249,6 +284,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
     """Run every item of a plan; returns (record, path) for each written record. Re-raises
     KeyboardInterrupt after writing the interrupted case's record."""
     registry = default_registry()
+    clean_scratch()
     base = provenance()
     launchers: dict[str, Launcher | UserError] = {}
     env_where: dict[str, dict] = {}
@@ -260,7 +296,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
         # How fast the machine is now, just before this case's workers start (none is running).
         where = {**base, "machine": {**base["machine"], "fingerprint": fingerprint.measure()}}
         here = where
-        with tempfile.TemporaryDirectory(prefix="gpuenv-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{os.getpid()}-") as tmp:
             try:
                 if item.backend not in launchers:
                     try:

@@ -136,9 +136,10 @@ def guard(parent: int | None = None) -> None:
             continue
     code = os.waitstatus_to_exitcode(status)
     if code < 0:  # the worker died of a signal: so does the watchdog, for the runner to see
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset (OSError)
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
-    os._exit(code if code >= 0 else 1)
+    os._exit(code if code >= 0 else 128 - code)  # a signal whose default is to ignore it: its shell exit code
 
 
 def exit_now(code: int) -> None:

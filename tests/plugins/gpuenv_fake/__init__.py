@@ -3,7 +3,7 @@
 Registered by the tests (tests/conftest.py puts tests/plugins on PYTHONPATH and names this module in
 GPUENV_PLUGINS, so worker processes find it too). Variants: ok | raise | segfault | hang | exit |
 unsupported | oom | alloc (64 MiB per env at build) | phasehang (measures as ok; its resets-suppressed
-phase, on halfcheetah, hangs). Hidden from `gpuenv list` and never auto-selected. Its native trainer `fake` follows a
+phase, on halfcheetah, hangs) | sigkill (kills itself with SIGKILL, as the OOM killer would). Hidden from `gpuenv list` and never auto-selected. Its native trainer `fake` follows a
 scripted learning curve (hyperparameters reach_at_eval, diverge_at_eval, sleep_s, returns).
 """
 
@@ -16,7 +16,7 @@ BACKEND = Backend(
     adapter="gpuenv_fake.adapter",
     requires=(),
     extra="test",
-    variants=("ok", "raise", "segfault", "hang", "exit", "unsupported", "oom", "alloc", "phasehang"),
+    variants=("ok", "raise", "segfault", "hang", "exit", "unsupported", "oom", "alloc", "phasehang", "sigkill"),
     description="test-only backend that behaves or fails on purpose",
     hidden=True,
     tasks={

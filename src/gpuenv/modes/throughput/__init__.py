@@ -39,7 +39,7 @@ class Throughput(Mode):
             "case": item.case.to_dict(),
             "settings": {"min_time_s": m.min_time_s, "values": m.values, "warmups": m.warmups},
             "memory_limit_mib": m.memory_limit_mib,
-            "phases": spec_for(item.case, m.phases),
+            "phases": spec_for(item.case, m.phases, m.phase_ppo),
         }
 
     def worker(self, spec: dict) -> dict:

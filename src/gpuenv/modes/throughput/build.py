@@ -17,7 +17,7 @@ MODE_NAME = "env-step-throughput"
 
 
 def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_envs: int = 1,
-                   episode_steps: int | None = None) -> dict:
+                   episode_steps: int | None = None, timeout_s: float = 0.0) -> dict:
     groups = [r["env_steps_per_s"] for r in results]
     s = stats.summarize(groups)
     warnings = []
@@ -47,31 +47,30 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
         "host_memory_mib_per_env": round(host / num_envs, 2) if host else None,
         "device_peak_mib": device,  # null where nothing reports it (JAX on a CPU): absent, never zero
         "device_peak_mib_per_env": round(device / num_envs, 3) if device else None,
-        "phases": summarize_phases(results, groups, s, episode_steps),
+        "phases": summarize_phases(results, groups, s, episode_steps, timeout_s),
         "warnings": warnings,
     }
 
 
 def summarize_phases(results: list[dict], main_groups: list[list[float]], main: stats.Summary,
-                     episode_steps: int | None) -> dict:
+                     episode_steps: int | None, timeout_s: float = 0.0) -> dict:
     """Per extra phase: its rate over the processes with its ratio to the case's own figure (both
     bootstrapped over all the case's processes), or the first process's reason for having none."""
-    from gpuenv.modes.throughput.phases import EXTRA
+    from gpuenv.modes.throughput.phases import EXTRA, unfinished
 
     out: dict = {}
     for name in EXTRA:
         per = []
         for r in results:
             p = r.get("phases", {}).get(name)
-            if p is not None and p.get("failed") and r.get("incomplete"):  # the worker died in the phases
-                p = {**p, "failed": f"{p['failed']} ({r['incomplete']})"}
-            if p is not None:
-                per.append(p)
+            if p is not None:  # a worker that died in the phases: its unfinished phase says how
+                per.append(unfinished(p, r.get("incomplete"), timeout_s))
         if not per:
             continue
         measured = [p for p in per if p.get("env_steps_per_s")]
         if not measured:
-            out[name] = {"absent": per[0].get("absent"), "failed": None if per[0].get("absent") else per[0].get("failed")}
+            first = per[0]
+            out[name] = {k: first[k] for k in ("absent", "failed", "not_finished_within_s") if first.get(k)}
             continue
         groups = [p["env_steps_per_s"] for p in measured]
         s = stats.summarize(groups)
@@ -86,7 +85,11 @@ def summarize_phases(results: list[dict], main_groups: list[list[float]], main: 
             "details": first.get("details", {}),
         }
         if len(measured) < len(per):  # some processes measured it, some could not: say so
-            entry["failed"] = next(p.get("failed") or p.get("absent") for p in per if not p.get("env_steps_per_s"))
+            missing = next(p for p in per if not p.get("env_steps_per_s"))
+            if missing.get("not_finished_within_s"):
+                entry["not_finished_within_s"] = missing["not_finished_within_s"]
+            else:
+                entry["failed"] = missing.get("failed") or missing.get("absent")
         if name == "step" and episode_steps:
             entry["reset_cost_us"] = episode_steps * (1 / main.median - 1 / s.median) * 1e6
             entry["reset_cost_within_noise"] = not (main.ci_high < s.ci_low or s.ci_high < main.ci_low)
@@ -125,8 +128,8 @@ def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordConte
         "physics_dt_s": native.physics_dt_s,
         "episode_steps": native.episode_steps,
     }
-    summary = (summarize_case(done, native.frame_skip, native.physics_dt_s is not None, case.num_envs, native.episode_steps)
-               if done else None)
+    summary = (summarize_case(done, native.frame_skip, native.physics_dt_s is not None, case.num_envs, native.episode_steps,
+                              planned.measure.timeout_s) if done else None)
     processes = []
     for o in outcomes:
         result = {k: v for k, v in (o.result or {}).items() if k not in ("ok", "facts")}
@@ -146,7 +149,7 @@ def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordConte
             "catalogue": native.to_dict(),
         },
         "where": ctx.where,
-        "settings": asdict(planned.measure),
+        "settings": {**asdict(planned.measure), "phase_ppo": dict(planned.measure.phase_ppo)},
         "processes": processes,
         "summary": summary,
         "failure": None if status == "ok" else ctx.failure(outcomes),

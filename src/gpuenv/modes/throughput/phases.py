@@ -60,6 +60,28 @@ def check_names(names: Any, where: str) -> tuple[str, ...]:
     return tuple(n for n in EXTRA if n in names)  # step+reset is always measured: the case's own figure
 
 
+# The sizes a suite may set for the policy phases (`phase_ppo`). n_steps changes how long one PPO
+# iteration (one chunk of the update phase) takes, not what a sample costs: the update's cost per
+# sample is n_epochs x one minibatch's gradient step / batch_size. So a smaller n_steps keeps the
+# +update figure of the definition while each timed chunk gets shorter; n_epochs and batch_size
+# change the figure itself, and the record names them.
+PHASE_PPO_KEYS = {"n_steps": 1, "batch_size": 1, "n_epochs": 1}
+PHASE_PPO_MAX = 1 << 20
+
+
+def check_sizes(table: Any, where: str) -> tuple[tuple[str, int], ...]:
+    from gpuenv.errors import UserError
+
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: phase_ppo must be a table of sizes, e.g. {{ n_steps = 64 }}")
+    for k, v in table.items():
+        if k not in PHASE_PPO_KEYS:
+            raise UserError(f"{where}: phase_ppo key {k!r} is not a size it can set (known: {', '.join(PHASE_PPO_KEYS)})")
+        if isinstance(v, bool) or not isinstance(v, int) or not PHASE_PPO_KEYS[k] <= v <= PHASE_PPO_MAX:
+            raise UserError(f"{where}: phase_ppo.{k} must be an integer in 1..{PHASE_PPO_MAX} (got {v!r})")
+    return tuple(sorted(table.items()))
+
+
 @functools.cache
 def shared_definition(task: str, backend: str, variant: str) -> tuple[dict, str] | None:
     """(hyperparameters, where they come from) of the task's shared PPO definition, or None."""
@@ -77,16 +99,36 @@ def shared_definition(task: str, backend: str, variant: str) -> tuple[dict, str]
 
 def not_finished(phases: dict) -> dict:
     """What a worker's kept result says of its phases until they are done (run.worker.checkpoint)."""
-    return {name: {"failed": "the worker ended before this phase finished"} for name in phases["names"]}
+    return {name: {"failed": NOT_FINISHED} for name in phases["names"]}
 
 
-def spec_for(case: Case, names: tuple[str, ...]) -> dict:
-    """The part of a worker spec the phases need (the shared definition looked up once, here)."""
+NOT_FINISHED = "the worker ended before this phase finished"
+
+
+def unfinished(phase: dict, incomplete: str | None, timeout_s: float) -> dict:
+    """A phase of a worker that was killed or died while it ran: a phase the case's timeout cut off
+    is `not_finished` (the table says so, with the time), any other end is `failed` with its cause."""
+    if phase.get("failed") != NOT_FINISHED or not incomplete:
+        return phase
+    if incomplete.startswith("timeout"):
+        return {"not_finished_within_s": timeout_s}
+    return {**phase, "failed": f"{NOT_FINISHED} ({incomplete})"}
+
+
+def spec_for(case: Case, names: tuple[str, ...], sizes: tuple[tuple[str, int], ...] = ()) -> dict:
+    """The part of a worker spec the phases need (the shared definition looked up once, here), with
+    the suite's `phase_ppo` sizes in place of the definition's own (the source says which)."""
     if not names:
         return {}
     policy_phases = [n for n in names if n in ("vecenv", "inference", "update")]
     ppo = shared_definition(case.task, case.backend, case.variant) if policy_phases else None
-    return {"names": list(names), "ppo": None if ppo is None else {"hyperparams": ppo[0], "source": ppo[1]}}
+    if ppo is None:
+        return {"names": list(names), "ppo": None}
+    hyperparams, source = ppo
+    if sizes:
+        hyperparams = {**hyperparams, **dict(sizes)}
+        source += " with " + ", ".join(f"{k}={v}" for k, v in sizes) + " (the suite's phase_ppo)"
+    return {"names": list(names), "ppo": {"hyperparams": hyperparams, "source": source}}
 
 
 # --- the steppers (gpuenv.backends.base.Stepper's run/sync) of the policy phases ----------------

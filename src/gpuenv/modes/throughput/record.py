@@ -67,6 +67,7 @@ class ThroughputSettings(Model):
     seed: Int
     memory_limit_mib: NonNegInt = 0  # RLIMIT_AS of each worker (0: none; absent in older records)
     phases: list[Str] = []  # extra phases measured apart (gpuenv.modes.throughput.phases)
+    phase_ppo: dict[Str, PosInt] = {}  # sizes replacing the shared PPO definition's in the policy phases
 
 
 class ProcessResult(OpenModel):
@@ -96,6 +97,7 @@ class PhaseSummary(Model):
     details: dict[str, Any] = {}
     absent: Str | None = None  # cannot be measured for this backend/task: why
     failed: Str | None = None  # raised: the error
+    not_finished_within_s: PosFloat | None = None  # the case's timeout_s stopped the worker while this phase ran
     # step only: wall-clock microseconds each env's reset adds, amortised over the batch,
     # episode_steps x (1/step+reset rate - 1/step rate); within_noise when the two intervals overlap
     reset_cost_us: Float | None = None

@@ -7,12 +7,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from rich.markup import escape
 from rich.table import Table
 
+from gpuenv.escape import markup, pyplot
 from gpuenv.measure import stats
 from gpuenv.registry import default_registry
-from gpuenv.report.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, plt_module, slug
+from gpuenv.report.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 
@@ -56,7 +56,7 @@ def tables(records: list[dict]) -> list[Table]:
             c = r["case"]
             name = f"{c['backend']}:{c['variant']}"
             if r["status"] != "ok":
-                t.add_row(name, str(c["num_envs"]), f"[red]{r['failure']['kind']}[/]", escape(r["failure"]["reason"][:60]), "", "", "", "")
+                t.add_row(name, str(c["num_envs"]), f"[red]{r['failure']['kind']}[/]", markup(r["failure"]["reason"][:60]), "", "", "", "")
                 continue
             s = r["summary"]["env_steps_per_s"]
             sp = speedup(r, base.get((r["run_id"], c["num_envs"])))
@@ -74,7 +74,7 @@ def tables(records: list[dict]) -> list[Table]:
                 sp_text,
                 f"{max(compile_s):.1f}",
                 host_memory(r["summary"]),
-                r["summary"].get("bottleneck", ""),
+                markup(r["summary"].get("bottleneck") or ""),
             )
         out.append(t)
     return out + phase_tables(records)
@@ -104,13 +104,30 @@ def phase_cells(r: dict) -> list[str]:
         elif p.get("env_steps_per_s"):
             cells.append(f"{fmt_rate(p['env_steps_per_s']['median'])} ({p['vs_step_reset']['median']:.2f}x)")
         else:
-            cells.append("n/a" if p.get("absent") else "failed")
+            cells.append(phase_word(p))
     step = phases.get("step") or {}
     if step.get("reset_cost_us") is None:
         cells.append("")
     else:
         cells.append("within noise" if step["reset_cost_within_noise"] else f"{step['reset_cost_us']:,.1f}")
     return cells
+
+
+def phase_word(p: dict) -> str:
+    """A phase without a number, in one or two words: n/a, not finished (in N s), failed."""
+    if p.get("absent"):
+        return "n/a"
+    if p.get("not_finished_within_s"):
+        return f"not finished in {p['not_finished_within_s']:g} s"
+    return "failed"
+
+
+def phase_why(p: dict) -> str | None:
+    """Why a phase has no number (or fewer processes measured it), for the notes under a table."""
+    if p.get("not_finished_within_s"):
+        return (f"the case's timeout_s ({p['not_finished_within_s']:g} s) stopped the worker while this phase ran: "
+                "raise timeout_s or make the phase smaller (phase_ppo)")
+    return p.get("absent") or p.get("failed")
 
 
 def phase_tables(records: list[dict]) -> list[Table]:
@@ -135,9 +152,9 @@ def phase_notes(records: list[dict]) -> list[str]:
     for recs in _with_phases(records).values():
         for r in recs:
             for name, p in r["summary"]["phases"].items():
-                why = p.get("absent") or p.get("failed")
+                why = phase_why(p)
                 if why:
-                    line = f"{label(r)} / {r['case']['task']} phase {name}: {'n/a' if p.get('absent') else 'failed'}: {why}"
+                    line = f"{label(r)} / {r['case']['task']} phase {name}: {phase_word(p)}: {why}"
                     if line not in lines:
                         lines.append(line)
     return lines
@@ -230,7 +247,7 @@ def _by_task(records: list[dict]) -> dict[str, list[dict]]:
 
 
 def scaling_plot(task: str, recs: list[dict], path: Path) -> None:
-    plt = plt_module()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     lines: dict[str, list[dict]] = defaultdict(list)
     for r in recs:
@@ -257,7 +274,7 @@ def comparison_plot(recs: list[dict], num_envs: int, path: Path) -> bool:
     rows = [r for r in recs if r["case"]["num_envs"] == num_envs]
     if not rows:
         return False
-    plt = plt_module()
+    plt = pyplot()
     rows.sort(key=lambda r: (task_rank(r["case"]["task"]), label(r)))
     names = [f"{r['case']['task']} / {label(r)}" for r in rows]
     med = [r["summary"]["env_steps_per_s"]["median"] for r in rows]

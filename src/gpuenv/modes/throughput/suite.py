@@ -12,6 +12,8 @@
     memory_limit_mib = 0    # address-space limit of each worker (RLIMIT_AS); a case over it is `oom`
     phases = []             # also measure these apart (gpuenv.modes.throughput.phases): "step" (resets
                             # suppressed), "vecenv", "inference", "update"; "step+reset" is the case itself
+    phase_ppo = {}          # sizes of the shared PPO definition the policy phases run, replacing the
+                            # definition's own: n_steps, batch_size, n_epochs (e.g. { n_steps = 64 })
     [[matrix]]              # backends x tasks x num_envs; a task a backend lacks is reported, not run
     backends = ["<backend>:<variant>", "<backend>"]
     tasks = ["halfcheetah"]
@@ -29,7 +31,7 @@ from gpuenv.backends.base import Case
 from gpuenv.errors import UserError
 from gpuenv.modes import CaseItem, Plan
 from gpuenv.registry import Registry
-from gpuenv.suites import str_list, unknown_keys
+from gpuenv.suites import at_most, str_list, unknown_keys
 from gpuenv.tasks import TASKS, get_task
 
 # Env i of a case is seeded seed + i, and EnvPool and NumPy's legacy seeding take 32-bit signed
@@ -48,6 +50,7 @@ class MeasureSpec:
     seed: int = 0
     memory_limit_mib: int = 0  # 0: none
     phases: tuple[str, ...] = ()  # extra phases measured apart (phases.EXTRA order)
+    phase_ppo: tuple[tuple[str, int], ...] = ()  # (key, value) sizes replacing the shared PPO definition's
 
     def check(self, where: str) -> MeasureSpec:
         if self.processes < 1 or self.values < 1 or self.warmups < 0 or self.chunk_steps < 1:
@@ -60,6 +63,8 @@ class MeasureSpec:
             raise UserError(f"{where}: memory_limit_mib must be 0 (no limit) or >= 256 (a Python worker needs about 200 MiB of address space)")
         if not 0 <= self.seed <= SEED_MAX:
             raise UserError(f"{where}: seed must be in 0..{SEED_MAX} (got {self.seed}; env i is seeded seed + i, and simulators take 31-bit seeds)")
+        for name in ("processes", "values", "warmups", "chunk_steps", "min_time_s", "timeout_s", "memory_limit_mib"):
+            at_most(name, getattr(self, name), where)
         return self
 
 
@@ -108,8 +113,12 @@ def _measure(table: dict, base: MeasureSpec, where: str) -> MeasureSpec:
         from gpuenv.modes.throughput.phases import check_names
 
         values["phases"] = check_names(table["phases"], where)
+    if "phase_ppo" in table:
+        from gpuenv.modes.throughput.phases import check_sizes
+
+        values["phase_ppo"] = check_sizes(table["phase_ppo"], where)
     for k in _MEASURE_KEYS:
-        if k in table and k != "phases":
+        if k in table and k not in ("phases", "phase_ppo"):
             v = table[k]
             want = float if k in ("min_time_s", "timeout_s") else int
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not isinstance(v, int)):
@@ -148,6 +157,7 @@ def load_suite(path: Path, data: dict, registry: Registry) -> Suite:
         num_envs = str_list(t, "num_envs", int, where)
         if min(num_envs) < 1:
             raise UserError(f"{where}: num_envs must be >= 1")
+        at_most("num_envs", max(num_envs), where)
         entries.append(MatrixEntry(backends, tasks, num_envs, _measure(t, base, where)))
     desc = data.get("description", "")
     return Suite(path.stem, path, str(desc), base, tuple(entries))
@@ -177,6 +187,7 @@ def plan(
     for n in num_envs or []:
         if n < 1:
             raise UserError(f"--num-envs must be >= 1 (got {n})")
+        at_most("num_envs", n, "--num-envs")
 
     cases: list[PlannedCase] = []
     skipped: list[str] = []

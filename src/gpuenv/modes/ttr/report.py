@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
 
-from rich.markup import escape
 from rich.table import Table
 
+from gpuenv.escape import markup, pyplot
 from gpuenv.measure import stats
-from gpuenv.report.format import attr, fmt_s, host_memory, html_table, plt_module, slug
+from gpuenv.report.format import attr, fmt_s, host_memory, html_table, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 
@@ -77,7 +77,7 @@ def tables(records: list[dict]) -> list[Table]:
         for r in recs:
             c = r["case"]
             if r["status"] != "ok":
-                t.add_row(label(r), str(c["num_envs"]), f"[red]{r['status']}[/]", escape(r["failure"]["reason"][:70]), "", "", "", "", "")
+                t.add_row(label(r), str(c["num_envs"]), f"[red]{r['status']}[/]", markup(r["failure"]["reason"][:70]), "", "", "", "", "")
                 continue
             s = r["summary"]
             reached = f"{s['reached']}/{s['seeds']}"
@@ -154,7 +154,7 @@ def markdown(records: list[dict]) -> str:
 
 
 def ttr_plot(task: str, recs: list[dict], path: Path) -> None:
-    plt = plt_module()
+    plt = pyplot()
     names = [label(r) for r in recs]
     t = [r["summary"]["time_to_threshold_s"] for r in recs]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(recs) + 1.5))

@@ -33,7 +33,7 @@ from gpuenv.backends.spec import Trainer, resolve
 from gpuenv.errors import UserError
 from gpuenv.modes import CaseItem, Plan
 from gpuenv.registry import Registry
-from gpuenv.suites import unknown_keys
+from gpuenv.suites import at_most, unknown_keys
 from gpuenv.tasks import get_task
 
 SB3_KEYS = frozenset(
@@ -173,6 +173,8 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
         raise UserError(f"{where}: pass_min_seeds must be between 1 and seeds ({run.seeds})")
     if run.timeout_s <= 0:
         raise UserError(f"{where}: timeout_s must be > 0")
+    at_most("seeds", run.seeds, f"{where} [run]" if seeds is None else "--seeds")
+    at_most("timeout_s", run.timeout_s, f"{where} [run]")
     tables = data.get("case")
     if not isinstance(tables, list) or not tables:
         raise UserError(f"{where}: needs at least one [[case]] table")
@@ -197,6 +199,8 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
                 raise UserError(f"{w}: {k} must be >= 1 (got {c[k]})")
         if c["max_time_s"] <= 0:
             raise UserError(f"{w}: max_time_s must be > 0")
+        for k in ("num_envs", "max_env_steps", "eval_every_steps", "eval_episodes", "max_time_s"):
+            at_most(k, c[k], w)
         if run.timeout_s < 1.5 * c["max_time_s"]:
             raise UserError(
                 f"{w}: [run] timeout_s={run.timeout_s:g} must be at least 1.5 x max_time_s={c['max_time_s']:g}: a run "

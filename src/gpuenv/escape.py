@@ -1,0 +1,64 @@
+"""The one output layer for text that comes from outside gpuenv's code: record fields, suite and
+claims files, file names, environment variables, other programs' output.
+
+Such text must never become a terminal control sequence, rich markup, HTML or matplotlib mathtext.
+Each output has one function here, and every reader passes outside text through it:
+
+  terminal(s)  control characters (ANSI/OSC escape sequences, BEL, CR, C1 controls, bidi overrides)
+               shown as visible escapes (\\x1b), never sent raw; one line unless multiline=True
+  markup(s)    terminal(s), then rich markup escaped ("[/]" is printed, not parsed)
+  html(s)      HTML-escaped, quotes included (for element text and attribute values)
+  pyplot()     matplotlib's pyplot (Agg) with mathtext parsing off for every text it draws, so a
+               "$\\foo$" in a version or a name is drawn as typed, never parsed (and never fatal)
+
+A leaf module: it imports nothing of gpuenv.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from typing import Any
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), and
+# the Unicode format characters that reorder or hide text (bidi overrides and isolates, zero-width).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_NEWLINE = re.compile("[\n\t]")
+
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def terminal(value: Any, *, multiline: bool = False) -> str:
+    """`value` as text safe to print: every control character shown as an escape (\\x1b, \\u202e).
+    Newlines and tabs are kept with multiline=True, else shown as \\n and \\t (one value, one line)."""
+    text = _CONTROL.sub(_visible, str(value))
+    return text if multiline else _NEWLINE.sub(_visible, text)
+
+
+def markup(value: Any, *, multiline: bool = False) -> str:
+    """`value` for a rich string that may carry markup of gpuenv's own: controls shown, markup escaped."""
+    from rich.markup import escape
+
+    return escape(terminal(value, multiline=multiline))
+
+
+def html(value: Any) -> str:
+    """`value` as HTML element text or an attribute value (quotes escaped)."""
+    return _html.escape(terminal(value, multiline=True), quote=True)
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot for files (Agg), drawing every string as typed: no mathtext from data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
+    import matplotlib.pyplot as plt
+
+    return plt
