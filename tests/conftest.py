@@ -39,6 +39,7 @@ XDIST_GROUPS = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # a plain pytest run (no xdist) has no such hook
 def pytest_xdist_make_scheduler(config, log):
     """xdist's scope scheduling with the groups above as scopes (each other test its own scope).
     (xdist's own `xdist_group` marker does nothing under pytest 9: it renames a node id pytest no

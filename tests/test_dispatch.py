@@ -167,33 +167,50 @@ def test_a_failing_sacct_is_one_clear_error_not_a_hang(tmp_path, monkeypatch):
         dsp._states(d)
 
 
-def test_an_edited_state_file_cannot_start_a_program_or_write_elsewhere(tmp_path, cli):
-    """dispatch.state lives in a shared results folder: `--rerun` must not run what it names."""
+def test_an_edited_state_file_cannot_start_a_program_or_write_elsewhere(tmp_path, cli, monkeypatch):
+    """dispatch.state lives in a shared results folder: `--rerun` must not run what it names, and a
+    malformed one is one line, never a traceback."""
     from gpuenv import envs
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    env_python = envs.cache_root() / "abc" / "bin" / "python"  # a real environment's: a link to its base interpreter
+    env_python.parent.mkdir(parents=True)
+    env_python.symlink_to(sys.executable)
     run = tmp_path / "R1"
     run.mkdir()
-    good = dsp.Dispatch("R1", "smoke", "/etc", dsp.Options(), [dsp.Task(0, "envpool", ["k"], "41_0")])
+    good = dsp.Dispatch("R1", "smoke", "/etc", dsp.Options(), [dsp.Task(0, "envpool", ["k"], "41_0", python=str(env_python))])
     good.out = str(run)
     good.save()
     loaded = dsp.Dispatch.load(run)
-    assert loaded.out == str(run)
+    assert loaded.out == str(run) and loaded.tasks[0].python == str(env_python)
     state = json.loads((run / dsp.STATE).read_text())
+    task = state["tasks"][0]
     for edit, needle in [
-        ({"tasks": [{**state["tasks"][0], "python": "/bin/sh"}]}, "would start '/bin/sh', which is not one of gpuenv's environments"),
-        ({"tasks": [{**state["tasks"][0], "job_id": "41_0; rm -rf /"}]}, "is not a Slurm job id"),
-        ({"run_id": "../other"}, "is not the folder's name"),
+        ({"tasks": [{**task, "python": "/bin/sh"}]}, "would start '/bin/sh', which is not one of gpuenv's environments"),
+        ({"tasks": [{**task, "python": str(env_python.parent / ".." / ".." / ".." / ".." / "sh")}]}, "not one of gpuenv's environments"),
+        ({"tasks": [{**task, "job_id": "41_0; rm -rf /"}]}, "tasks.0.job_id: String should match pattern"),
+        ({"tasks": [{**task, "job_id": ["41"]}]}, "tasks.0.job_id"),
+        ({"tasks": [{**task, "python": 5}]}, "tasks.0.python"),
+        ({"run_id": "../other"}, "run_id: String should match pattern"),
+        ({"run_id": "R2"}, "is not the folder's name"),
         ({"options": {**state["options"], "image": "--privileged"}}, "--image '--privileged': not an image reference"),
-        ({"tasks": "x"}, "is not a dispatch's state"),
+        ({"options": {**state["options"], "image": "evil/image:latest"}}, "names the image 'evil/image:latest', not one of gpuenv's"),
+        ({"filters": {"backends": ["envpool"], "bogus": 1}}, "filters.bogus"),
+        ({"tasks": "x"}, "is not a dispatch's state (tasks"),
     ]:
         (run / dsp.STATE).write_text(json.dumps({**state, **edit}))
         with pytest.raises(dsp.UserError, match=re.escape(needle)):
             dsp.Dispatch.load(run)
+    (run / dsp.STATE).write_text("[" * 100_000)
+    with pytest.raises(dsp.UserError, match="is not a dispatch's state"):
+        dsp.Dispatch.load(run)
     (run / dsp.STATE).write_text(json.dumps({**state, "out": "/etc"}))
     assert dsp.Dispatch.load(run).out == str(run)  # records go where the state was found
-    inside = envs.cache_root() / "abc" / "bin" / "python"
-    (run / dsp.STATE).write_text(json.dumps({**state, "tasks": [{**state["tasks"][0], "python": str(inside)}]}))
-    assert dsp.Dispatch.load(run).tasks[0].python == str(inside)
+    (tmp_path / "R3").mkdir()
+    (tmp_path / "R3" / dsp.STATE).write_text("[1, 2]")  # another folder's broken state: passed over by --attach
+    assert dsp.find_job(tmp_path, "41") == run
+    r = cli("dispatch", "--attach", "41", "--out", str(tmp_path), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert "Traceback" not in r.stderr
     r = cli("dispatch", "--executor", "local", "--image", "-v/:/host", "--container", "docker", "--suite", "smoke", "--dry-run")
     assert r.returncode == 2 and "not an image reference" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 

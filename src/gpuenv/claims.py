@@ -29,6 +29,7 @@ from typing import Any
 from gpuenv import inputs
 from gpuenv.errors import UserError
 from gpuenv.report.format import duration, fmt_rate
+from gpuenv.results.schema import quote as schema_quote
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTER = ROOT / "claims" / "register.toml"
@@ -104,14 +105,19 @@ def load_register(path: Path | None = None) -> list[Claim]:
         raise UserError(f"claims register {where}: 'claim' must be [[claim]] tables, one per claim")
     out, seen = [], set()
     for i, c in enumerate(claims):
-        cid = c.get("id") or f"#{i + 1}"
+        cid = c["id"] if isinstance(c.get("id"), str) and c["id"] else f"#{i + 1}"
         what = f"claims register {where}, claim {cid}"
         bad = set(c) - _CLAIM_KEYS
         if bad:
             raise UserError(f"{what}: unknown key {sorted(bad)[0]!r} (keys: {', '.join(sorted(_CLAIM_KEYS))})")
+        for k, v in c.items():  # text first: an id or a unit that is a list would break what follows
+            if k in _TEXT and not isinstance(v, str):
+                raise UserError(f"{what}: {k} must be text (got {schema_quote(v)})")
         for k in ("id", "who", "stated", "unit", "hardware", "hardware_class", "protocol", "source", "check"):
             if k not in c:
                 raise UserError(f"{what}: missing {k!r}")
+        if not isinstance(c["check"], dict):
+            raise UserError(f"{what}: check must be a table (check = {{ kind = ... }})")
         if cid in seen:
             raise UserError(f"{what}: the id is used twice")
         seen.add(cid)

@@ -31,8 +31,9 @@ app = typer.Typer(
     help="gpuenv: one harness for RL simulator throughput, the same in every backend.",
 )
 # Piped output (make, CI logs) gets a width the tables fit in; a terminal keeps its own.
-console = Console(width=None if sys.stdout.isatty() else 132)
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)  # one message, one line
+# emoji=False: ":smile:" in a record is text, not a picture (markup() escapes the rest)
+console = Console(width=None if sys.stdout.isatty() else 132, emoji=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)  # one message, one line
 
 DEFAULT_OUT = Path("results/local")
 EXIT_USER_ERROR = 2
@@ -53,7 +54,9 @@ def only_cases(plan, keys: list[str]):
 def checked_run_id(run_id: str) -> str:
     import re
 
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", run_id):
+    from gpuenv.results.models import IDENTIFIER
+
+    if not re.fullmatch(IDENTIFIER, run_id):
         raise UserError(f"--run-id {run_id!r}: use letters, digits, '_', '.' or '-' (it names a directory and goes into every record)")
     return run_id
 
@@ -113,6 +116,8 @@ def bench(
     # the output folder is checked now; the run's own folder appears with its first record, so a
     # run killed before any case finished leaves no empty folder behind
     run_dir = prepare_dir(out_dir(out)) / run_id
+    if run_dir.exists():  # --run-id of an existing run: it must take records too, before a case runs
+        prepare_dir(run_dir)
     console.print(f"[bold]gpuenv bench[/] suite [cyan]{plan.suite}[/]: {len(keys)} cases ({plan.unit}), run {run_id}")
     for reason in unavailable:
         console.print(f"[yellow]skipped[/] {markup(reason)}")
@@ -133,7 +138,7 @@ def bench(
         def on_event(kind: str, data: dict) -> None:
             if kind == "process_start":
                 what = mode.process_word
-                progress.update(bar, description=f"{keys[data['index']]} [{what} {data['process'] + 1}/{data['of']}]")
+                progress.update(bar, description=f"{keys[data['index']]} \\[{what} {data['process'] + 1}/{data['of']}]")
             elif kind == "process_done" and data["outcome"].failure and not mode.stop_after_failure:
                 o = data["outcome"]
                 progress.console.print(f"  {mode.process_word} {o.index}: [red]failed[/] {markup(o.failure['reason'])}", highlight=False)
@@ -243,7 +248,7 @@ def list_(
                 desc = markup(load_any(name, registry)[1].description)
             except UserError as e:
                 desc = f"[red]{markup(str(e))}[/]"
-            t.add_row(name, desc)
+            t.add_row(markup(name), desc)
         console.print(t)
 
 
@@ -727,7 +732,7 @@ def regressions(
     from gpuenv.history.regress import describe, series_by_case
 
     if not (math.isfinite(min_change) and 0 <= min_change < 10):
-        raise UserError(f"--min-change must be a finite fraction >= 0 (got {min_change}); 0.05 means 5%")
+        raise UserError(f"--min-change must be a fraction in [0, 10) (got {min_change}); 0.05 means 5%")
 
     records, problems = load_records(paths or ["results"], "records")
     print_skipped(problems)
@@ -760,6 +765,10 @@ def report(
         raise UserError(f"--out {out}: a file is there; the site is a folder of pages (pass a new or existing directory)")
     if num_envs is not None and num_envs < 1:
         raise UserError(f"--num-envs must be >= 1 (got {num_envs})")
+    inputs = [Path(p).resolve() for p in paths or ["results"] if str(p).strip()]
+    if any(site.resolve() == p or site.resolve() in p.parents for p in inputs):
+        raise UserError(f"--out {out} holds the records it reads: the site marks its folder as gpuenv's output, which readers "
+                        "skip; pass a folder inside or beside them (default results/site)")
     records, problems = load_records(paths or ["results"], "records")
     print_skipped(problems)
     sizes = sorted({r["case"]["num_envs"] for r in records if r["status"] == "ok"})
@@ -890,7 +899,7 @@ def sweep(
         sw.prepare(vs)
         how = "reused the cached environment" if vs.reused else "resolved and built the environment"
         if vs.status != "ready":
-            console.print(f"[red]{markup(vs.label)}: {vs.status}[/]: {markup(vs.reason)} (the other versions still run)", highlight=False)
+            console.print(sw.not_ready_line(vs), highlight=False)
             continue
         console.print(f"{markup(vs.label)}: {how} in {vs.setup_s:.1f} s ({markup(vs.env_dir)})", highlight=False)
         sw.run(vs, sweep_id, bench_args, out)
@@ -972,11 +981,13 @@ def error_line(message: str) -> None:
 def os_error_text(e: OSError) -> str:
     import errno
 
-    where = f"{str(e.filename)[:200]}{'...' if len(str(e.filename)) > 200 else ''}: " if e.filename else ""
     fix = {errno.ENOSPC: "free some space or pass another directory", errno.EDQUOT: "free some space or pass another directory",
            errno.EROFS: "pass a directory on a writable file system", errno.EACCES: "check its permissions or pass another path",
-           errno.ENAMETOOLONG: "pass a shorter path"}.get(e.errno or 0, "check the path and pass another")
-    return f"{where}{e.strerror or e}; {fix}"
+           errno.ENAMETOOLONG: "pass a shorter path"}.get(e.errno or 0)
+    if not e.filename:  # no path named: a program or the system refused
+        return f"{e.strerror or e}; {fix}" if fix else f"{e.strerror or e} ({type(e).__name__})"
+    where = f"{str(e.filename)[:200]}{'...' if len(str(e.filename)) > 200 else ''}"
+    return f"{where}: {e.strerror or e}; {fix or 'check the path and pass another'}"
 
 
 # Typer ships its own copy of click in recent releases: take the classes from typer itself.

@@ -27,9 +27,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints, ValidationError
 
 from gpuenv.errors import UserError
+from gpuenv.escape import markup
+from gpuenv.inputs import read_regular
+from gpuenv.results.models import Identifier
 
 STATE = "dispatch.state"
 # An image reference or a .sif path, never an option or a mount spec: it lands on docker's, apptainer's
@@ -117,41 +122,105 @@ class Dispatch:
 
     @classmethod
     def load(cls, run_dir: Path) -> Dispatch:
+        """The dispatch whose state is in run_dir, validated whole (the file sits in a shared results
+        folder: whatever it holds is one line naming the problem, never a traceback)."""
+        data = read_regular(run_dir / STATE, f"{run_dir}: not a dispatch run directory ({STATE})", 16 * 2**20, "a dispatch's state")
         try:
-            d = json.loads((run_dir / STATE).read_text())
-        except (OSError, ValueError) as e:
-            raise UserError(f"{run_dir}: not a dispatch run directory (no readable {STATE}: {e})") from None
-        try:
-            d["options"] = Options(**d["options"]).check()
-            d["tasks"] = [Task(**t) for t in d["tasks"]]
-            out = cls(**d)
-        except (TypeError, KeyError, AttributeError) as e:
-            raise UserError(f"{run_dir}: {STATE} is not a dispatch's state ({type(e).__name__}: {str(e)[:80]})") from None
-        return out.checked(run_dir)
+            state = _StateModel.model_validate_json(data).model_dump()
+        except (ValidationError, RecursionError) as e:
+            first = e.errors(include_url=False)[0] if isinstance(e, ValidationError) else {"loc": (), "msg": "nested too deep"}
+            where = ".".join(str(x) for x in first["loc"])
+            raise UserError(f"{run_dir}: {STATE} is not a dispatch's state ({where}: {first['msg']})") from None
+        state["options"] = Options(**state["options"])
+        state["tasks"] = [Task(**t) for t in state["tasks"]]
+        return cls(**state).checked(run_dir)
 
     def checked(self, run_dir: Path) -> Dispatch:
-        """A state file is read back from a shared results folder: what in it reaches a command line
-        (job ids, the interpreter a rerun starts, the run id and folder) must be what it says it is."""
+        """What in a state reaches a command line must be what gpuenv would have written: the run id
+        is its folder's name (records go to the folder it was read from, whatever the file says),
+        a task's interpreter is one of gpuenv's own environments, an image is one of the table's."""
         from gpuenv import envs
+        from gpuenv.images import images
 
         bad = f"{run_dir}: {STATE} was edited or is not gpuenv's"
         if self.run_id != run_dir.resolve().name:
-            raise UserError(f"{bad}: its run id {str(self.run_id)[:40]!r} is not the folder's name")
-        self.out = str(run_dir)  # records go where the state was found, whatever the file says
-        cache = envs.cache_root().resolve()
+            raise UserError(f"{bad}: its run id {self.run_id[:40]!r} is not the folder's name")
+        self.out = str(run_dir)
+        self.options.check()
+        tags = {f"{img.tag}:latest" for img in images().values()}
+        if self.options.image is not None and self.options.image not in tags:
+            raise UserError(f"{bad}: it names the image {self.options.image!r}, not one of gpuenv's ({', '.join(sorted(tags))}); "
+                            "dispatch again with --image to run another")
+        cache = os.path.normpath(os.path.abspath(envs.cache_root()))
         for t in self.tasks:
-            if any(j and not re.fullmatch(JOB_ID, j) for j in (t.job_id, self.job_id)):
-                raise UserError(f"{bad}: job id {t.job_id or self.job_id!r} is not a Slurm job id")
-            if t.python and cache not in Path(t.python).resolve().parents:
+            if t.python is None:
+                continue
+            # as written, not resolved: an environment's bin/python is a link to the interpreter it was made from
+            where = os.path.normpath(os.path.abspath(t.python))
+            if not (where.startswith(cache + os.sep) and re.fullmatch(r"python[0-9.]*", os.path.basename(where))
+                    and os.path.basename(os.path.dirname(where)) == "bin"):
                 raise UserError(f"{bad}: task {t.index} would start {t.python!r}, which is not one of gpuenv's environments ({cache})")
         return self
+
+
+# --- dispatch.state, as read back: one strict model (the dataclasses above are what the code uses) --
+
+JobId = Annotated[str, StringConstraints(strict=True, pattern=f"^{JOB_ID}$")]
+_Text = Annotated[str, StringConstraints(strict=True, max_length=4096)]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _OptionsModel(_Closed):
+    executor: StrictStr
+    partition: StrictStr | None = None
+    gpus_per_task: StrictInt = 0
+    cpus_per_task: StrictInt | None = None
+    exclusive: StrictBool = False
+    container: StrictStr = "none"
+    image: _Text | None = None
+    array_parallelism: StrictInt = 1
+    cases_per_task: StrictInt = 1
+    time_min: StrictInt = 60
+
+
+class _TaskModel(_Closed):
+    index: Annotated[int, Field(strict=True, ge=0)]
+    backend: Identifier
+    cases: list[Identifier]
+    job_id: JobId | None = None
+    version_set: _Text = ""
+    python: _Text | None = None
+    tags: dict[StrictStr, Any] | None = None
+    token: _Text = ""
+    since: _Text = ""
+
+
+class _Filters(_Closed):
+    backends: list[_Text] | None = None
+    tasks: list[Identifier] | None = None
+    num_envs: list[StrictInt] | None = None
+
+
+class _StateModel(_Closed):
+    run_id: Identifier
+    suite: _Text
+    out: _Text
+    options: _OptionsModel
+    tasks: list[_TaskModel]
+    submitted_utc: _Text = ""
+    job_id: JobId | None = None
+    reruns: list[_Text] = []
+    filters: _Filters = _Filters()
 
 
 def slot(r: dict) -> tuple[str, str]:
     """(version set, case key) of a record: a sweep runs each case once per version set (a pinned
     image's records carry a version set too, but no sweep: one slot)."""
     tags = r.get("tags") or {}
-    return (tags.get("version_set", "") if "sweep" in tags else "", r["case_key"])
+    return (str(tags.get("version_set", "")) if "sweep" in tags else "", r["case_key"])
 
 
 def batches(items: list[Any], per_task: int) -> list[tuple[str, list[str]]]:
@@ -478,7 +547,7 @@ def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> None:
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console,
                   transient=False) as progress:
-        bars = {t.index: progress.add_task(f"task {t.index} ({t.backend})", total=len(t.cases)) for t in d.tasks}
+        bars = {t.index: progress.add_task(f"task {t.index} ({markup(t.backend)})", total=len(t.cases)) for t in d.tasks}
         while True:
             mine = by_task(d, _records(d))
             states = _states(d)
@@ -487,7 +556,7 @@ def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> None:
                 state, _ = states.get(t.index, ("WAITING", ""))
                 ended += state in TERMINAL
                 done = len([k for k in mine.get(t.token, {}) if k in t.cases])
-                progress.update(bars[t.index], completed=done, description=f"task {t.index} {t.job_id or '-'} ({t.backend}) {state.lower()}")
+                progress.update(bars[t.index], completed=done, description=f"task {t.index} {t.job_id or '-'} ({markup(t.backend)}) {markup(state.lower())}")
             running = sum(states.get(t.index, ("", ""))[0] == "RUNNING" for t in d.tasks)
             waiting = [t for t in d.tasks if not t.job_id]
             if d.options.executor == "local" and waiting and running < d.options.array_parallelism:
@@ -555,7 +624,7 @@ def version_sets(spec: str, pins: list[str], backend: str, console: Any) -> list
     for v in versions:
         vs = sw.prepare(sw.version_set(package, v, pins, backend))
         if vs.status != "ready" or vs.env_dir is None:
-            console.print(f"[red]{vs.label}: {vs.status}[/]: {vs.reason} (the other versions still run)", highlight=False)
+            console.print(sw.not_ready_line(vs), highlight=False)
             continue
         out.append((vs.label, str(vs.env_dir / "bin" / "python"), sw.tags_of(vs, sweep_id)))
     if not out:
@@ -588,13 +657,14 @@ def _task_log(d: Dispatch, t: Task) -> str:
 
 def find_job(out: Path, job: str) -> Path:
     """The run directory of a dispatch by its job id (array job or one of its tasks)."""
+    if not re.fullmatch(JOB_ID, job):
+        raise UserError(f"--attach {job!r}: not a Slurm job id (digits, or JOB_TASK)")
     for state in sorted(out.glob(f"*/{STATE}")):
         try:
-            d = json.loads(state.read_text())
-        except (OSError, ValueError):
-            continue
-        ids = {d.get("job_id")} | {t.get("job_id") for t in d.get("tasks", [])} | {
-            (t.get("job_id") or "").split("_")[0] for t in d.get("tasks", [])}
+            d = Dispatch.load(state.parent)
+        except UserError:
+            continue  # another folder's broken or edited state: not this job's
+        ids = {d.job_id} | {t.job_id for t in d.tasks} | {(t.job_id or "").split("_")[0] for t in d.tasks}
         if job in ids:
             return state.parent
     raise UserError(f"no dispatch with job {job} under {out} (--out names the results directory it used)")

@@ -22,7 +22,7 @@ from typing import Any
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), and
 # the Unicode format characters that reorder or hide text (bidi overrides and isolates, zero-width).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _NEWLINE = re.compile("[\n\t]")
 
 

@@ -21,13 +21,17 @@ MAX_TEXT_BYTES = 4 * 2**20
 def read_regular(path: Path, what: str, max_bytes: int = MAX_TEXT_BYTES, kind: str = "this kind of file") -> bytes:
     """The bytes of `path`, a regular file of at most max_bytes; UserError otherwise ("what: ...")."""
     try:
-        st = os.stat(path)  # before open: opening a FIFO would block
-        if not stat.S_ISREG(st.st_mode):
-            raise UserError(f"{what}: not a regular file")
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)  # the cap holds even if the file grew since stat
+        # O_NONBLOCK: opening a FIFO (one swapped in after any check) returns at once instead of blocking
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())  # of what was opened, not of what a path named a moment before
+            if not stat.S_ISREG(st.st_mode):
+                raise UserError(f"{what}: not a regular file")
+            data = f.read(max_bytes + 1)  # the cap holds even if the file grows
     except FileNotFoundError:
         raise UserError(f"{what}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{what}: not a regular file (a folder)") from None
     except OSError as e:
         raise UserError(f"{what}: cannot read it ({e.strerror or e})") from None
     if len(data) > max_bytes:

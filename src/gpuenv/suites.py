@@ -15,9 +15,10 @@ from typing import Any
 from gpuenv import inputs
 from gpuenv.errors import UserError
 from gpuenv.registry import Registry
+from gpuenv.results.models import IDENTIFIER
 
 DEFAULT_KIND = "throughput"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")  # the same rule as a record's identifiers
+NAME = re.compile(IDENTIFIER)  # a suite's name goes into every record
 
 
 def suites_dir() -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gpuenv.errors import UserError
 from gpuenv.results.schema import load
-from gpuenv.results.store import identity, load_dir
+from gpuenv.results.store import load_dir, record_digest
 
 
 def checked_paths(values: list[str] | list[Path]) -> list[Path]:
@@ -48,7 +48,7 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
     seen: set[str] = set()
     unique = []
     for r in records:
-        key = identity(r)
+        key = record_digest(r)
         if key not in seen:
             seen.add(key)
             unique.append(r)

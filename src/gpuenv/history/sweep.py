@@ -106,6 +106,13 @@ def prepare(vs: VersionSet) -> VersionSet:
     return vs
 
 
+def not_ready_line(vs: VersionSet) -> str:
+    """A version set that could not be built, as `sweep` and `dispatch --sweep` say it (uv's words escaped)."""
+    from gpuenv.escape import markup
+
+    return f"[red]{markup(vs.label)}: {vs.status}[/]: {markup(vs.reason)} (the other versions still run)"
+
+
 def tags_of(vs: VersionSet, sweep_id: str) -> dict:
     """What every record of this version set carries as `tags` (TAGS_ENV)."""
     package = vs.label.split("==")[0]

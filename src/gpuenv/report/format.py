@@ -59,9 +59,7 @@ def host_memory(summary: dict) -> str:
     return "-" if host is None else f"{host:,.0f} ({per:,.1f})"
 
 
-def attr(value: Any) -> str:
-    """A value for an HTML attribute or text: every record value goes through this (or html_table)."""
-    return escape.html(value)
+attr = escape.html  # a value for an HTML attribute or text: every record value in a page goes through it
 
 
 def slug(value: Any) -> str:

@@ -66,9 +66,9 @@ def nav(prefix: str) -> str:
 
 def _stem(r: dict) -> str:
     """run/case-<id>: a case rerun into the same run is another record, so another page."""
-    from gpuenv.results.store import identity
+    from gpuenv.results.store import record_digest
 
-    return f"{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}-{identity(r)[:8]}"
+    return f"{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}-{record_digest(r)[:8]}"
 
 
 def case_href(r: dict) -> str:

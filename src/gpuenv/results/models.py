@@ -12,6 +12,7 @@ import copy
 import hashlib
 import importlib
 import json
+import re
 from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal, get_args
@@ -19,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -51,7 +53,8 @@ Fraction = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=1)]
 Str = StrictStr
 Bool = StrictBool
 # Safe in a file name and in rich markup: `sync[/]` or `a/b` are refused.
-Identifier = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
+IDENTIFIER = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"  # suite, run, case and backend names: file names, never options
+Identifier = Annotated[str, StringConstraints(strict=True, pattern=IDENTIFIER)]
 WorkloadId = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
 # Values that reach a command line or a file name (git, asv): what they are and nothing else, so a
 # record's text can never become an option ("--output=...") or a path ("../..").
@@ -213,8 +216,14 @@ class Machine(OpenModel):
     fingerprint: Fingerprint | None = None  # absent in records before gpuenv measured it
 
 
+def _commit_or_none(value: Any) -> Any:
+    """A sha that is no commit id ("unknown" from an image built outside a checkout, or anything
+    else) is no commit: null, so it can never reach git."""
+    return None if isinstance(value, str) and not re.fullmatch(GIT_SHA, value) else value
+
+
 class Git(Model):
-    sha: GitSha | None
+    sha: Annotated[GitSha | None, BeforeValidator(_commit_or_none)]
     dirty: Bool | None
 
 

@@ -102,7 +102,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def identity(record: dict) -> str:
+def record_digest(record: dict) -> str:
     """What makes two loaded records the same record: their whole validated content. A copy of a
     record (a site's, a shared folder's) is one record; two runs of a case are two."""
     import hashlib
@@ -136,7 +136,8 @@ def record_files(directory: Path, problems: list[str]) -> list[Path]:
         problems.append(f"{e.filename}: cannot read this folder ({e.strerror or e})")
 
     for root, dirs, files in os.walk(directory, onerror=unreadable):
-        if OUTPUT_MARK in files:
+        if OUTPUT_MARK in files:  # said, not silent: a mark planted in a run folder would hide its records
+            problems.append(f"{root}: gpuenv's own output ({OUTPUT_MARK}: a report site and its copies of records), not read")
             dirs[:] = []
             continue
         dirs.sort()

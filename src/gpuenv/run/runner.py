@@ -10,13 +10,14 @@ record in place. The runner never imports a simulator.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,11 +212,15 @@ def _oom_killer(rc: int, before: dict[str, int]) -> str:
     ended a process meanwhile (its counters rose), which then names it."""
     if rc != -signal.SIGKILL:
         return ""
+    if not before:
+        return ""  # no counter readable here: nothing to say either way
     rose = {k: v - before[k] for k, v in oom_kills().items() if k in before and v > before[k]}
     if not rose:
         return " (not the OOM killer: its counters did not change; another process or a person sent it)"
     where = ", ".join(f"{k} oom_kill +{n}" for k, n in rose.items())
-    return f" from the kernel's OOM killer: out of memory ({where}); a smaller num_envs, or memory_limit_mib to find the size that fits"
+    # the cgroup's counter is this machine slice's; /proc/vmstat's counts the whole host
+    who = "the kernel's OOM killer" if any(k != "/proc/vmstat" for k in rose) else "most likely the kernel's OOM killer"
+    return f" from {who}: out of memory ({where}); a smaller num_envs, or memory_limit_mib to find the size that fits"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -227,25 +232,47 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 SCRATCH = "gpuenv-run-"  # + the runner's pid + "-": a case's scratch folder (specs, worker output)
+SCRATCH_LOCK = ".in-use"  # held (flock) by the run while it uses the folder
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    """A case's scratch folder, held (flock on SCRATCH_LOCK) while the run uses it and removed after.
+    It gets its SCRATCH name only once held, so no other run's clean_scratch can take it meanwhile;
+    the kernel drops the lock when the process dies, however it dies."""
+    import fcntl
+    import shutil
+
+    prep = Path(tempfile.mkdtemp(prefix="gpuenv-prep-"))
+    try:
+        with open(prep / SCRATCH_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            folder = prep.with_name(f"{SCRATCH}{os.getpid()}-{prep.name.rsplit('-', 1)[-1]}")
+            prep.rename(folder)
+            prep = folder
+            yield folder
+    finally:
+        shutil.rmtree(prep, ignore_errors=True)
 
 
 def clean_scratch() -> list[Path]:
-    """Remove the scratch folders of runs whose process is gone (killed with SIGKILL, say, so its
-    own clean-up never ran); returns what was removed. Only this user's, only of dead processes."""
+    """Remove the scratch folders of runs that are gone (killed with SIGKILL, say, so their own
+    clean-up never ran); returns what was removed. Only this user's; a folder is gone when no process
+    holds its lock, which also holds for a run in another PID namespace sharing this /tmp."""
+    import fcntl
     import shutil
-
-    import psutil
 
     removed = []
     for d in Path(tempfile.gettempdir()).glob(f"{SCRATCH}*-*"):
-        pid = d.name[len(SCRATCH):].split("-", 1)[0]
         try:
-            mine = d.is_dir() and not d.is_symlink() and d.stat().st_uid == os.getuid()
+            if not d.is_dir() or d.is_symlink() or d.stat().st_uid != os.getuid():
+                continue
+            with open(d / SCRATCH_LOCK, "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: a live run holds it
         except OSError:
             continue
-        if mine and pid.isdigit() and not psutil.pid_exists(int(pid)):
-            shutil.rmtree(d, ignore_errors=True)
-            removed.append(d)
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
     return removed
 
 
@@ -296,7 +323,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
         # How fast the machine is now, just before this case's workers start (none is running).
         where = {**base, "machine": {**base["machine"], "fingerprint": fingerprint.measure()}}
         here = where
-        with tempfile.TemporaryDirectory(prefix=f"{SCRATCH}{os.getpid()}-") as tmp:
+        with scratch() as tmp:
             try:
                 if item.backend not in launchers:
                     try:
