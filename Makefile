@@ -75,10 +75,12 @@ bench-overhead: $(STAMP)
 smoke: $(STAMP)
 	$(GPUENV) bench --suite smoke $(ARGS)
 
-## Lint: ruff over the code, mypy over src/ (configured in pyproject.toml).
+## Lint: ruff over the code, mypy over src/, and the layers (import-linter: no module imports from a
+## layer above its own, function-level imports included); all configured in pyproject.toml.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## The results JSON Schema in docs/, generated from the record models.
 schema: $(STAMP)

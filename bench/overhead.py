@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from gpuenv.backends.base import Case, action_pool
-from gpuenv.measure.system import provenance
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
 from gpuenv.registry import default_registry
+from gpuenv.run.provenance import provenance
 
 
 def hand_loop_envpool(env, pool, steps: int) -> float:

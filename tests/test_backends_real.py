@@ -8,12 +8,13 @@ from dataclasses import replace
 import pytest
 
 from gpuenv.backends.base import Case, action_pool
-from gpuenv.measure.system import provenance
+from gpuenv.modes.base import RecordContext
 from gpuenv.modes.throughput.build import build_record
 from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
 from gpuenv.registry import default_registry
 from gpuenv.results.schema import seal
-from gpuenv.run.runner import RecordContext, run_process
+from gpuenv.run.provenance import provenance
+from gpuenv.run.runner import run_process
 from gpuenv.tasks import TASKS
 
 pytestmark = pytest.mark.backend

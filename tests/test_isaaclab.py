@@ -131,7 +131,7 @@ def test_warp_cache_is_gpuenvs_own_unless_the_user_set_one_and_counts_compiled_m
 
 
 def test_gpu_guard_refuses_a_silent_cpu_run_in_a_gpu_image_unless_asked(monkeypatch):
-    from gpuenv.doctor import gpu_guard
+    from gpuenv.gpu import gpu_guard
 
     monkeypatch.delenv("GPUENV_REQUIRE_GPU", raising=False)
     assert gpu_guard(False, "x") == {}

@@ -13,7 +13,8 @@ import pytest
 from conftest import ROOT, fake_suite, write_suite
 
 from gpuenv.backends.base import Case
-from gpuenv.modes import Plan, get_mode
+from gpuenv.modes import get_mode
+from gpuenv.modes.base import Plan
 from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
 from gpuenv.results.schema import load
 from gpuenv.run import runner

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuenv.errors import UserError
-from gpuenv.results import models, schema
+from gpuenv.results import migrate, models, schema
 from gpuenv.results.store import write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_migration_of_failures(failed_tp):
     ],
 )
 def test_legacy_failure_kinds(reason, kind):
-    assert models.legacy_failure_kind(reason).value == kind
+    assert migrate.legacy_failure_kind(reason).value == kind
 
 
 def _set(path: str, value):

@@ -11,7 +11,8 @@ from conftest import write_suite
 
 from gpuenv.errors import Diverged, UserError
 from gpuenv.measure import stats
-from gpuenv.modes import Plan, get_mode
+from gpuenv.modes import get_mode
+from gpuenv.modes.base import Plan
 from gpuenv.modes.ttr.build import summarize_runs
 from gpuenv.modes.ttr.suite import PpoCase, RunSpec, TtrItem
 from gpuenv.modes.ttr.train import run_training

@@ -9,12 +9,12 @@ import pytest
 
 from gpuenv.backends.base import Case
 from gpuenv.errors import UserError
-from gpuenv.measure.system import provenance
+from gpuenv.modes.base import Outcome, RecordContext, failure
 from gpuenv.modes.throughput.build import build_record
 from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
 from gpuenv.results import schema
 from gpuenv.results.store import load_dir, write_record
-from gpuenv.run.runner import Outcome, RecordContext, failure
+from gpuenv.run.provenance import provenance
 
 
 def fake_result(rates):

@@ -28,7 +28,7 @@ from typing import Any
 
 from gpuenv import inputs
 from gpuenv.errors import UserError
-from gpuenv.report.format import duration, fmt_rate
+from gpuenv.format import duration, fmt_rate
 from gpuenv.results.schema import quote as schema_quote
 
 ROOT = Path(__file__).resolve().parents[2]

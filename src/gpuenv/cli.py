@@ -54,7 +54,7 @@ def only_cases(plan, keys: list[str]):
 def checked_run_id(run_id: str) -> str:
     import re
 
-    from gpuenv.results.models import IDENTIFIER
+    from gpuenv.results.types import IDENTIFIER
 
     if not re.fullmatch(IDENTIFIER, run_id):
         raise UserError(f"--run-id {run_id!r}: use letters, digits, '_', '.' or '-' (it names a directory and goes into every record)")
@@ -75,7 +75,8 @@ def bench(
     run_id_opt: Annotated[str | None, typer.Option("--run-id", help="write into this run (OUT/<run id>/, made if new) instead of a new one")] = None,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
-    from gpuenv.doctor import CPU_FALLBACK_HINT, cpu_ok, failures, in_gpu_image, run_checks
+    from gpuenv.doctor import failures, in_gpu_image, run_checks
+    from gpuenv.gpu import CPU_FALLBACK_HINT, cpu_ok
     from gpuenv.report.table import footnotes, tables
     from gpuenv.results.store import new_run_id, prepare_dir
     from gpuenv.run.runner import INTERRUPT, RunStopped, run_plan
@@ -272,7 +273,7 @@ def environment_status(b) -> str:
 @app.command()
 def info(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
     """The machine as the results will record it."""
-    from gpuenv.measure.system import provenance
+    from gpuenv.run.provenance import provenance
 
     data = provenance()
     data["runtime"] = runtime_info()
@@ -356,8 +357,9 @@ def doctor(
     cpu_ok: Annotated[bool, typer.Option("--cpu-ok", help="a machine without a GPU passes (CPU backends only)")] = False,
 ) -> None:
     """Check the GPU, driver (against the image's minimum), JAX's backend, torch's CUDA, Isaac Sim's Vulkan."""
-    from gpuenv.doctor import CPU_FALLBACK_HINT, failures, in_gpu_image, run_checks
-    from gpuenv.doctor import cpu_ok as cpu_ok_env
+    from gpuenv.doctor import failures, in_gpu_image, run_checks
+    from gpuenv.gpu import CPU_FALLBACK_HINT
+    from gpuenv.gpu import cpu_ok as cpu_ok_env
 
     cpu_ok = cpu_ok or cpu_ok_env()
     checks = run_checks()
@@ -618,7 +620,7 @@ def bench_image(
     img = get_image(backend)
     suite = suite or img.suite or default_registry().get(img.backend).suite
     if local:
-        from gpuenv.doctor import nvidia_smi
+        from gpuenv.gpu import nvidia_smi
 
         gpus, why = nvidia_smi()
         where = (f"GPU here: {gpus[0]['name']}" if gpus else
@@ -810,8 +812,8 @@ def decide(
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
     from gpuenv.decide import decide as run_decide
     from gpuenv.decide import parse_steps
+    from gpuenv.format import duration
     from gpuenv.history.load import load_records
-    from gpuenv.report.format import duration
     from gpuenv.tasks import get_task
 
     get_task(task)  # an unknown task: one line naming the known ones

@@ -101,9 +101,9 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     """(machine, one option per backend:variant) from the machine with the newest records of this
     task: records of different machines never mix in one answer."""
     from gpuenv.claims import device_class
+    from gpuenv.format import label
     from gpuenv.measure.fingerprint import machines
     from gpuenv.registry import default_registry
-    from gpuenv.report.format import label
 
     mine = [r for r in records if r.get("status") == "ok" and r["case"]["task"] == task]
     if not mine:
@@ -151,7 +151,7 @@ def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decisio
         raise UserError(f"--configs must be >= 1 (got {configs})")
     machine, opts = options_for(task, records)
     total = budget * configs
-    from gpuenv.report.format import duration
+    from gpuenv.format import duration
 
     def wall(o: Option) -> float:
         return o.wall_s(budget, configs)

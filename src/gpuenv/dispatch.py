@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from gpuenv.errors import UserError
 from gpuenv.escape import markup
 from gpuenv.inputs import read_regular
-from gpuenv.results.models import Identifier
+from gpuenv.results.types import Identifier
 
 STATE = "dispatch.state"
 # An image reference or a .sif path, never an option or a mount spec: it lands on docker's, apptainer's
@@ -337,7 +337,7 @@ def _local_gpus() -> list[int]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [int(g) for g in visible.split(",") if g.strip().isdigit()]
-    from gpuenv.doctor import nvidia_smi
+    from gpuenv.gpu import nvidia_smi
 
     return list(range(len(nvidia_smi()[0])))
 
@@ -573,9 +573,9 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
     the scheduler's state; `crashed` when the task completed but wrote nothing for it), and for a case
     the scheduler stopped mid-run (its own `interrupted` record is kept). Only a case's newest task
     counts. Returns the current record of every case of this dispatch."""
-    from gpuenv.measure.system import provenance
+    from gpuenv.modes.base import Outcome, RecordContext, failure
     from gpuenv.results.store import write_record
-    from gpuenv.run.runner import Outcome, RecordContext, failure
+    from gpuenv.run.provenance import provenance
 
     plan_items = {item.key: item for item in plan.items}
     newest = {(t.version_set, k): t for t in d.tasks for k in t.cases}  # the last task that ran each case

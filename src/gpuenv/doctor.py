@@ -13,37 +13,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuenv.gpu import nvidia_smi
 from gpuenv.images import CUDA_MIN_DRIVER, images
 
 TOOLKIT_FIX = (
     "on the host install the NVIDIA driver and nvidia-container-toolkit, and start the container with "
     "`docker run --gpus all ...`"
 )
-
-
-# One variable overrides a GPU image's refusal to run without a GPU (doctor's GPU check and
-# GPUENV_REQUIRE_GPU=1, which the GPU images set); records then carry details.cpu_fallback.
-CPU_FALLBACK_HINT = (
-    "to measure on the CPU instead set GPUENV_CPU_OK=1 (docker run -e GPUENV_CPU_OK=1 ...; it lifts this "
-    "image's GPUENV_REQUIRE_GPU=1 too, and records are marked cpu_fallback)"
-)
-
-
-def cpu_ok() -> bool:
-    return os.environ.get("GPUENV_CPU_OK") == "1"
-
-
-def gpu_guard(on_gpu: bool, what: str) -> dict[str, str]:
-    """A backend about to run on the CPU in a GPU image (GPUENV_REQUIRE_GPU=1): UserError saying
-    `what`, unless GPUENV_CPU_OK=1, then the record's cpu_fallback detail. {} on a GPU or where no
-    GPU is required."""
-    if on_gpu or os.environ.get("GPUENV_REQUIRE_GPU") != "1":
-        return {}
-    if not cpu_ok():
-        from gpuenv.errors import UserError
-
-        raise UserError(f"{what}; {CPU_FALLBACK_HINT}; `gpuenv doctor` shows every check")
-    return {"cpu_fallback": "GPUENV_CPU_OK=1: a GPU image run on the CPU"}
 
 
 @dataclass(frozen=True)
@@ -67,27 +43,6 @@ def min_driver() -> tuple[str, str]:
     if img is not None and img.min_driver:
         return img.min_driver, f"image gpuenv/{image}"
     return CUDA_MIN_DRIVER["12"], "JAX/torch CUDA 12 wheels"
-
-
-def nvidia_smi() -> tuple[list[dict], str | None]:
-    """([{name, driver}], why there are none)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return [], "nvidia-smi not found"
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        return [], f"nvidia-smi failed: {e}"
-    if out.returncode != 0:
-        return [], f"nvidia-smi failed: {(out.stderr or out.stdout).strip().splitlines()[-1:] or ['no output']}"
-    gpus = []
-    for line in out.stdout.strip().splitlines():
-        name, _, driver = line.rpartition(",")
-        gpus.append({"name": name.strip(), "driver": driver.strip()})
-    return gpus, None if gpus else "nvidia-smi lists no GPU"
 
 
 def check_gpu(gpus: list[dict], why: str | None) -> Check:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gpuenv.backends.spec import Image as ImageSpec
 from gpuenv.registry import default_registry
+from gpuenv.run.provenance import tracked_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -38,7 +39,7 @@ CUDA_MIN_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
 
 def tracked() -> tuple[str, ...]:
     """Packages whose versions the labels and `gpuenv images` show: what records track."""
-    return default_registry().tracked_packages()
+    return tracked_packages()
 
 
 @dataclass(frozen=True)

@@ -58,3 +58,11 @@ def exact_pin(p: str, what: str) -> tuple[str, str]:
     if not sep:
         raise UserError(f"{what}: write PACKAGE==VERSION, e.g. brax==0.13.0")
     return package_name(name, what), version(v, what)
+
+
+def version_key(v: str) -> tuple:
+    """Sort key for versions: PEP 440 order, anything unparsable after, as text."""
+    try:
+        return (0, Version(v))
+    except InvalidVersion:
+        return (1, v)

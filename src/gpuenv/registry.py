@@ -111,16 +111,6 @@ class Registry:
 
     # --- what other parts of gpuenv ask of the declarations ----------------------------------
 
-    def tracked_packages(self) -> tuple[str, ...]:
-        from gpuenv.modes import all_modes
-
-        names = list(CORE_PACKAGES)
-        for b in self.backends.values():
-            names += b.packages
-        for m in all_modes():
-            names += m.packages
-        return tuple(dict.fromkeys(names))
-
     def baseline(self) -> tuple[str, str] | None:
         return next(((b.name, b.baseline) for b in self.backends.values() if b.baseline), None)
 

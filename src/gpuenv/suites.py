@@ -15,7 +15,7 @@ from typing import Any
 from gpuenv import inputs
 from gpuenv.errors import UserError
 from gpuenv.registry import Registry
-from gpuenv.results.models import IDENTIFIER
+from gpuenv.results.types import IDENTIFIER
 
 DEFAULT_KIND = "throughput"
 NAME = re.compile(IDENTIFIER)  # a suite's name goes into every record
@@ -98,7 +98,7 @@ def read_toml(path: Path) -> dict:
 
 def load_any(name_or_path: str, registry: Registry, *, seeds: int | None = None) -> tuple[Any, Any]:
     """(mode, the mode's suite object), by the file's `kind`."""
-    from gpuenv.modes import mode_for_kind
+    from gpuenv.mode_table import mode_for_kind
 
     path = resolve_path(name_or_path)
     data = read_toml(path)

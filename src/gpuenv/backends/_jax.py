@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuenv.doctor import gpu_guard
+from gpuenv.gpu import gpu_guard
 
 
 def device_facts() -> tuple[str, dict]:

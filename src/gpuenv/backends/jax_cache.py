@@ -28,6 +28,6 @@ def worker_env() -> dict[str, str]:
 
 def _gpu_visible() -> bool:
     """The same test `gpuenv doctor` makes: nvidia-smi lists a GPU."""
-    from gpuenv.doctor import nvidia_smi
+    from gpuenv.gpu import nvidia_smi
 
     return bool(nvidia_smi()[0])

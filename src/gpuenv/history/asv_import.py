@@ -18,8 +18,9 @@ from pathlib import Path
 
 from gpuenv.errors import UserError
 from gpuenv.modes import of
-from gpuenv.registry import default_registry
-from gpuenv.results.models import GIT_SHA, PACKAGE_NAME
+from gpuenv.pins import version_key
+from gpuenv.results.types import GIT_SHA, PACKAGE_NAME
+from gpuenv.run.provenance import tracked_packages
 
 ENV_NAME = "existing-gpuenv"
 
@@ -32,7 +33,7 @@ def machine_name(r: dict) -> str:
 
 def tracked_libraries() -> tuple[str, ...]:
     """asv result params: every library a backend or mode declares (gpuenv itself is the commit)."""
-    return tuple(p for p in default_registry().tracked_packages() if p != "gpuenv")
+    return tuple(p for p in tracked_packages() if p != "gpuenv")
 
 
 def benchmark_name(r: dict) -> str:
@@ -57,15 +58,6 @@ def commit_date_ms(repo: Path, sha: str) -> int | None:
     r = subprocess.run(["git", "show", "-s", "--format=%ct", "--end-of-options", sha], cwd=repo, capture_output=True, text=True)
     out = r.stdout.strip()
     return int(out) * 1000 if r.returncode == 0 and out.isdigit() else None
-
-
-def version_key(v: str):
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (0, Version(v))
-    except InvalidVersion:
-        return (1, v)
 
 
 def release_timeline(records: list[dict], library: str, where: Path) -> dict[str, str]:

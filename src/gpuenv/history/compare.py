@@ -100,7 +100,7 @@ def memory_rows(old: dict, new: dict, threshold: float) -> list[Row]:
     """NEW/OLD of each memory peak both records measured, median over workers with a bootstrap
     interval; more memory by more than `threshold` is a regression, like a slowdown."""
     from gpuenv.measure import stats
-    from gpuenv.modes import MEMORY_METRICS
+    from gpuenv.modes.base import MEMORY_METRICS
 
     mode, rows = of(new), []
     for metric in MEMORY_METRICS:

@@ -6,7 +6,8 @@ from rich.markup import escape
 
 from gpuenv.history.changepoints import ChangePoint
 from gpuenv.measure.stats import upper_median
-from gpuenv.modes import MEMORY_METRICS, Metric, of
+from gpuenv.modes import of
+from gpuenv.modes.base import MEMORY_METRICS, Metric
 
 
 def series_by_case(records: list[dict], by_version: str | None = None) -> dict[str, list[tuple[float, dict]]]:
@@ -15,7 +16,7 @@ def series_by_case(records: list[dict], by_version: str | None = None) -> dict[s
     better (throughput: steps/s; time-to-reward: 1 / IQM seconds; a memory peak, its own history
     under "KEY [host memory]": 1 / MiB, median over workers). Only records of one workload form
     a history: a change of measurement settings or physics starts a new one."""
-    from gpuenv.history.asv_import import version_key
+    from gpuenv.pins import version_key
 
     def order(r: dict):
         if by_version:

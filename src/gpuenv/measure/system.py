@@ -1,4 +1,5 @@
-"""What a result ran on: machine, GPU, library versions, env vars that change speed, git sha.
+"""What a result ran on: machine, GPU, env vars that change speed, git sha (gpuenv.run.provenance adds
+the library versions the backends and modes declare).
 
 Nothing here imports a simulator: library versions come from package metadata.
 """
@@ -8,33 +9,16 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import subprocess
-from importlib import metadata
 from pathlib import Path
 
 import psutil
 
+from gpuenv.gpu import inventory
+
 # Env vars that change simulator speed or numerics.
 SPEED_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "MUJOCO_")
 SPEED_ENV_NAMES = ("PYTHONHASHSEED", "GPUENV_CPU_OK", "GPUENV_REQUIRE_GPU")
-
-
-def package_versions() -> dict[str, str | None]:
-    """Versions of every distribution a backend or mode declares (absent ones are None)."""
-    from gpuenv.registry import default_registry
-
-    out: dict[str, str | None] = {}
-    for name in default_registry().tracked_packages():
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    if out.get("gpuenv") is None:  # run from a source tree (the images do): the package's own version
-        from gpuenv import __version__
-
-        out["gpuenv"] = __version__
-    return out
 
 
 def _cgroup_limit(name: str) -> str | None:
@@ -112,32 +96,6 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def gpus() -> list[dict[str, str]]:
-    """GPUs as nvidia-smi sees them; [] where there is no NVIDIA driver."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
-        cuda = subprocess.run([smi], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    cuda_version = ""
-    for token in cuda.split("CUDA Version:")[1:2]:
-        cuda_version = token.split()[0]
-    rows = []
-    for line in out.strip().splitlines():
-        name, driver, mem = (x.strip() for x in line.split(","))
-        rows.append({"name": name, "driver": driver, "memory_mib": mem, "cuda_driver_api": cuda_version})
-    return rows
-
-
 def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
     here = start or Path(__file__).resolve().parent
     try:
@@ -166,7 +124,7 @@ def image_git_sha() -> str | None:
     ("unknown" in an image built outside a checkout)."""
     import re
 
-    from gpuenv.results.models import GIT_SHA
+    from gpuenv.results.types import GIT_SHA
 
     sha = os.environ.get("GPUENV_GIT_SHA", "")
     return sha if re.fullmatch(GIT_SHA, sha) else None
@@ -184,24 +142,11 @@ def machine() -> dict:
         "cpu_physical": psutil.cpu_count(logical=False),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_gib": round(vm.total / 2**30, 1),
-        "gpus": gpus(),
+        "gpus": inventory(),
         "in_container": Path("/.dockerenv").exists(),
         "image": os.environ.get("GPUENV_IMAGE"),
         "container": container(),
     }
-
-
-def provenance() -> dict:
-    out = {
-        "machine": machine(),
-        "packages": package_versions(),
-        "env": speed_env(),
-        "git": git_sha(),
-    }
-    sched = scheduler()
-    if sched is not None:
-        out["scheduler"] = sched
-    return out
 
 
 def scheduler() -> dict | None:

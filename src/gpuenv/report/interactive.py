@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.claims import machine_label
-from gpuenv.report.format import attr, fmt_rate, host_memory, html_table, label, slug
+from gpuenv.format import attr, fmt_rate, host_memory, html_table, label, slug
 
 PLOTLY_JS = "plotly.min.js"
 NAV = (("index.html", "results"), ("claims.html", "claims"), ("decision.html", "decision"))

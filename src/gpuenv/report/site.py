@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpuenv.escape import pyplot
+from gpuenv.format import attr, colour, label
 from gpuenv.measure.fingerprint import drift, machines
 from gpuenv.modes import all_modes, of
 from gpuenv.registry import default_registry
-from gpuenv.report.format import attr, colour, label
 
 
 def latest(records: list[dict]) -> dict[str, dict]:
@@ -50,7 +50,7 @@ def history_series(records: list[dict], key: str) -> dict[str, list[tuple[str, f
 def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, path: Path, by_version: bool = False) -> None:
     """One panel per x axis: commits share one; with by_version, each library gets its own panel
     with its releases in release order."""
-    from gpuenv.history.asv_import import version_key
+    from gpuenv.pins import version_key
 
     panels: dict[str, dict] = defaultdict(dict)
     for key, pts in series.items():

@@ -19,9 +19,10 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from gpuenv.errors import UserError
 from gpuenv.inputs import read_regular
-from gpuenv.modes import known_modes, record_model
-from gpuenv.results import models
+from gpuenv.mode_table import known_modes, record_model
+from gpuenv.results.migrate import migrate_v1
 from gpuenv.results.models import SCHEMA, SCHEMA_VERSION, STATUSES
+from gpuenv.results.workload import record_workload_id
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "STATUSES", "TAGS_ENV", "header", "validate", "seal", "load", "json_schema"]
 
@@ -93,7 +94,7 @@ def validate(record: Any, source: str = "record") -> dict:
         raise UserError(f"{source}: not a gpuenv result record (schema is {quote(record.get('schema'))})")
     version = record.get("schema_version")
     if type(version) is int and version == 1:
-        return _seal(models.migrate_v1(record), source)
+        return _seal(migrate_v1(record), source)
     if type(version) is not int or version != SCHEMA_VERSION:
         raise UserError(
             f"{source}: result schema version {quote(version)} is not supported by this gpuenv "
@@ -103,7 +104,7 @@ def validate(record: Any, source: str = "record") -> dict:
     out = _checked(record, source)
     # workload_id is derived: recomputed from what the record describes, never taken on trust (a
     # forged id would pair records of different workloads in `compare`)
-    derived = models.record_workload_id(out)
+    derived = record_workload_id(out)
     if out["workload_id"] != derived:
         raise UserError(f"{source}: workload_id {out['workload_id']} does not match what the record describes "
                         f"({derived}): the record was edited or forged; not read")
@@ -117,7 +118,7 @@ def seal(record: dict) -> dict:
 
 def _seal(record: dict, source: str) -> dict:
     out = _checked({**record, "workload_id": _UNSET_ID}, source)
-    out["workload_id"] = models.record_workload_id(out)
+    out["workload_id"] = record_workload_id(out)
     return out
 
 

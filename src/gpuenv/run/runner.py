@@ -25,53 +25,15 @@ from typing import Any
 from gpuenv.backends.spec import Backend, resolve
 from gpuenv.errors import NoSpace, UserError
 from gpuenv.measure import fingerprint
-from gpuenv.measure.system import oom_kills, provenance
-from gpuenv.modes import Mode, Plan
+from gpuenv.measure.system import oom_kills
+from gpuenv.modes.base import Mode, Outcome, Plan, RecordContext, failure
 from gpuenv.registry import default_registry
 from gpuenv.results import schema
 from gpuenv.results.store import write_record
+from gpuenv.run.provenance import provenance
 from gpuenv.run.worker import PARTIAL
 
 STDERR_TAIL = 2000
-
-
-def failure(kind: str, reason: str, process: int | None = None, stderr_tail: str = "") -> dict:
-    """A record's (or a process's) failure: kind is a results.models.FailureKind value."""
-    return {"kind": kind, "reason": reason, "process": process, "stderr_tail": stderr_tail}
-
-
-@dataclass
-class Outcome:
-    index: int
-    result: dict | None  # the worker's JSON when it finished
-    failure: dict | None  # why there is no result (see failure())
-    stderr_tail: str = ""
-
-
-@dataclass(frozen=True)
-class RecordContext:
-    """What every record of a run shares, and how the case ended."""
-
-    suite: str
-    run_id: str
-    where: dict
-    interrupted: bool = False
-    broken: str | None = None  # gpuenv could not summarise the case (a bug): why
-
-    def header(self, *, case_key: str, status: str, mode: str) -> dict:
-        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode)
-
-    def status(self, ok: bool) -> str:
-        return "interrupted" if self.interrupted else ("ok" if ok and not self.broken else "failed")
-
-    def failure(self, outcomes: list[Outcome]) -> dict:
-        """The record's failure when its status is not ok."""
-        if self.interrupted:
-            return failure("interrupted", f"interrupted by {INTERRUPT.cause()}")
-        if self.broken:
-            return failure("internal", self.broken)
-        first = next((o for o in outcomes if o.failure), None)
-        return first.failure if first and first.failure else failure("crashed", "no process finished")
 
 
 def _signal_name(rc: int) -> str:
@@ -346,11 +308,12 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
                 interrupted = True
             except UserError as e:  # the backend's environment would not start
                 outcomes.append(Outcome(len(outcomes), None, failure("refused", str(e), len(outcomes))))
-        ctx = RecordContext(plan.suite, run_id, where, interrupted)
+        cause = INTERRUPT.cause() if interrupted else None
+        ctx = RecordContext(plan.suite, run_id, where, cause)
         try:
             record = mode.build_record(item, outcomes, ctx)
         except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
-            ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv could not summarise this case: {e!r}")
+            ctx = RecordContext(plan.suite, run_id, where, cause, f"gpuenv could not summarise this case: {e!r}")
             record = mode.build_record(item, outcomes, ctx)
         try:
             try:
@@ -358,7 +321,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
             except NoSpace:
                 raise
             except UserError as e:  # a record that fails its model is a gpuenv bug: keep the case, as failed
-                ctx = RecordContext(plan.suite, run_id, where, interrupted, f"gpuenv built an invalid record: {e}")
+                ctx = RecordContext(plan.suite, run_id, where, cause, f"gpuenv built an invalid record: {e}")
                 path = write_record(out_dir, mode.build_record(item, [], ctx))
         except NoSpace as e:  # stop: every later record would fail the same way
             raise RunStopped(str(e), written, [it.key for it in plan.items[i:]]) from None

@@ -34,12 +34,12 @@ def failure_kind(e: BaseException) -> str:
 
 def run(spec: dict) -> dict:
     if spec.get("provenance"):  # the runner asks a backend's own environment what it has
-        from gpuenv.measure.system import provenance
+        from gpuenv.run.provenance import provenance
 
         return {"ok": True, "provenance": provenance()}
     from gpuenv.modes import get_mode
 
-    return get_mode(spec["mode"]).worker(spec)
+    return get_mode(spec["mode"]).worker(spec, checkpoint)
 
 
 def limit_memory(mib: int) -> None:

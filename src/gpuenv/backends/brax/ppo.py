@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from gpuenv.backends.spec import NativeTask
+from gpuenv.backends.training import CompileClock, Stop
 from gpuenv.errors import Diverged
-from gpuenv.modes.ttr.train import CompileClock, Progress, Stop
 
 
 def make_vecenv(pipeline: str, native: NativeTask, num_envs: int, seed: int):
@@ -20,7 +20,7 @@ def make_vecenv(pipeline: str, native: NativeTask, num_envs: int, seed: int):
     from brax import envs
     from brax.envs.wrappers import training
 
-    from gpuenv.modes.ttr.vecenv import JaxVecEnv
+    from gpuenv.backends.vecenv import JaxVecEnv
 
     base = envs.get_environment(native.env_id, backend=pipeline)
     inner = training.VmapWrapper(training.EpisodeWrapper(base, native.episode_steps, action_repeat=1))
@@ -79,7 +79,7 @@ def jax_shims(jax) -> list[str]:
 
 
 
-def train(case, prog: Progress) -> dict:
+def train(case, prog) -> dict:  # prog: gpuenv.modes.ttr.train.Progress
     t = prog.clock()
     import brax
     import jax

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from gpuenv.backends.spec import NativeTask
-from gpuenv.modes.ttr.vecenv import NoSubEnvs
+from gpuenv.backends.vecenv import NoSubEnvs
 
 
 def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):

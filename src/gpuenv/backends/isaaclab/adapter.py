@@ -131,7 +131,7 @@ def open_stages(case: Case, native: NativeTask):
             state["launch"] = launch_simulation
 
     def task_config():
-        from gpuenv.doctor import gpu_guard
+        from gpuenv.gpu import gpu_guard
 
         device = state["device"] = sim_device(state["torch"])
         state["details"].update(gpu_guard(device.startswith("cuda"), f"Isaac Lab would simulate on '{device}', not the GPU "

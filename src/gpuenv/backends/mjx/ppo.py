@@ -14,7 +14,7 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
     import jax.numpy as jnp
 
     from gpuenv.backends.mjx.adapter import MjxEnv
-    from gpuenv.modes.ttr.vecenv import JaxVecEnv
+    from gpuenv.backends.vecenv import JaxVecEnv
 
     env = MjxEnv(native, num_envs)
 

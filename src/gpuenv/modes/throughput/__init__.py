@@ -4,10 +4,11 @@ methods: loading a record module imports this package, and that must stay cheap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuenv.modes import Headline, Mode, Plan
+from gpuenv.modes.base import Headline, Mode, Plan
 
 
 class Throughput(Mode):
@@ -42,10 +43,10 @@ class Throughput(Mode):
             "phases": spec_for(item.case, m.phases, m.phase_ppo),
         }
 
-    def worker(self, spec: dict) -> dict:
+    def worker(self, spec: dict, keep: Callable[[dict], None] = lambda result: None) -> dict:
         from gpuenv.modes.throughput.worker import measure_case
 
-        return measure_case(spec)
+        return measure_case(spec, keep=keep)
 
     def build_record(self, item: Any, outcomes: list, ctx: Any) -> dict:
         from gpuenv.modes.throughput.build import build_record
@@ -64,7 +65,7 @@ class Throughput(Mode):
         return s.median, s.ci_low, s.ci_high
 
     def progress_line(self, record: dict) -> str:
-        from gpuenv.report.format import fmt_rate
+        from gpuenv.format import fmt_rate
 
         return f"{fmt_rate(record['summary']['env_steps_per_s']['median'])} env steps/s"
 

@@ -10,8 +10,8 @@ from gpuenv.measure import stats
 from gpuenv.registry import default_registry
 
 if TYPE_CHECKING:
+    from gpuenv.modes.base import Outcome, RecordContext
     from gpuenv.modes.throughput.suite import PlannedCase
-    from gpuenv.run.runner import Outcome, RecordContext
 
 MODE_NAME = "env-step-throughput"
 

@@ -7,25 +7,10 @@ from typing import Any, Literal
 from pydantic import ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from gpuenv.results.models import (
-    Bool,
-    Failure,
-    Float,
-    Identifier,
-    Int,
-    Interval,
-    Model,
-    NonNegFloat,
-    NonNegInt,
-    OpenModel,
-    PosFloat,
-    PosInt,
-    RateInterval,
-    RecordBase,
-    Str,
-    catalogue_workload,
-    legacy_failure,
-)
+from gpuenv.results.migrate import legacy_failure
+from gpuenv.results.models import Failure, Interval, RateInterval, RecordBase
+from gpuenv.results.types import Bool, Float, Identifier, Int, Model, NonNegFloat, NonNegInt, OpenModel, PosFloat, PosInt, Str
+from gpuenv.results.workload import catalogue_workload
 
 
 class ThroughputCase(Model):

@@ -10,9 +10,9 @@ from pathlib import Path
 from rich.table import Table
 
 from gpuenv.escape import markup, pyplot
+from gpuenv.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, slug
 from gpuenv.measure import stats
 from gpuenv.registry import default_registry
-from gpuenv.report.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from gpuenv.backends.base import Case
 from gpuenv.errors import UserError
-from gpuenv.modes import CaseItem, Plan
+from gpuenv.modes.base import CaseItem, Plan
 from gpuenv.registry import Registry
 from gpuenv.suites import at_most, str_list, unknown_keys
 from gpuenv.tasks import TASKS, get_task

@@ -15,7 +15,7 @@ from gpuenv.measure.timing import MeasureSettings, measure_throughput
 from gpuenv.registry import default_registry
 
 
-def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> dict:
+def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter, keep: Callable[[dict], None] = lambda result: None) -> dict:
     case = Case(**spec["case"])
     settings = MeasureSettings(**spec["settings"])
     registry = default_registry()
@@ -80,12 +80,11 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter) -> 
     }
     if spec.get("phases"):
         from gpuenv.modes.throughput.phases import measure_phases, not_finished
-        from gpuenv.run.worker import checkpoint
 
         # The case's own figure is kept whatever the phases do (a hang, a native crash, MemoryError).
         pending = not_finished(spec["phases"])
-        checkpoint({**result, "phases": pending})
+        keep({**result, "phases": pending})
         stepper.close()  # the phases build their own envs; this one's threads and processes go first
         result["phases"] = measure_phases(spec["phases"], adapter, case, native, facts.action_space, settings, clock,
-                                          done=lambda out: checkpoint({**result, "phases": {**pending, **out}}))
+                                          done=lambda out: keep({**result, "phases": {**pending, **out}}))
     return result

@@ -4,10 +4,11 @@ methods: loading a record module imports this package, and that must stay cheap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuenv.modes import Headline, Mode, Plan
+from gpuenv.modes.base import Headline, Mode, Plan
 
 
 class TimeToReward(Mode):
@@ -37,7 +38,7 @@ class TimeToReward(Mode):
         tb = out_dir / "tensorboard" / item.case.key / f"seed{index}"
         return {"mode": self.name, "case": item.case.to_dict(), "seed": index, "tb_dir": str(tb)}
 
-    def worker(self, spec: dict) -> dict:
+    def worker(self, spec: dict, keep: Callable[[dict], None] = lambda result: None) -> dict:  # keep: each seed is its own worker
         from gpuenv.modes.ttr.train import run_training
 
         return run_training(spec)
@@ -57,7 +58,7 @@ class TimeToReward(Mode):
         return iqm_ratio(new, old)
 
     def progress_line(self, record: dict) -> str:
-        from gpuenv.report.format import fmt_s
+        from gpuenv.format import fmt_s
 
         sm = record["summary"]
         t = sm["time_to_threshold_s"]

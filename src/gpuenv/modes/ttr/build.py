@@ -13,7 +13,7 @@ from gpuenv.modes.ttr.suite import RunSpec, TtrItem, trainers
 from gpuenv.registry import default_registry
 
 if TYPE_CHECKING:
-    from gpuenv.run.runner import Outcome, RecordContext
+    from gpuenv.modes.base import Outcome, RecordContext
 
 MODE_NAME = "time-to-reward"
 VALUE_KEYS = ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")

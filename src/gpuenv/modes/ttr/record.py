@@ -7,25 +7,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from gpuenv.results.models import (
-    Bool,
-    Failure,
-    Float,
-    Fraction,
-    Identifier,
-    IqmInterval,
-    Model,
-    NonNegFloat,
-    NonNegInt,
-    OpenModel,
-    PosFloat,
-    PosInt,
-    RecordBase,
-    Str,
-    catalogue_workload,
-    legacy_failure,
-    presence,
-)
+from gpuenv.results.migrate import legacy_failure
+from gpuenv.results.models import Failure, IqmInterval, RecordBase
+from gpuenv.results.types import Bool, Float, Fraction, Identifier, Model, NonNegFloat, NonNegInt, OpenModel, PosFloat, PosInt, Str, presence
+from gpuenv.results.workload import catalogue_workload
 
 VALUE_KEYS = ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from rich.table import Table
 
 from gpuenv.escape import markup, pyplot
+from gpuenv.format import attr, fmt_s, host_memory, html_table, slug
 from gpuenv.measure import stats
-from gpuenv.report.format import attr, fmt_s, host_memory, html_table, slug
 from gpuenv.tasks import task_rank as _task_rank
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuenv.backends.spec import Trainer, resolve
 from gpuenv.errors import UserError
-from gpuenv.modes import CaseItem, Plan
+from gpuenv.modes.base import CaseItem, Plan
 from gpuenv.registry import Registry
 from gpuenv.suites import at_most, unknown_keys
 from gpuenv.tasks import get_task

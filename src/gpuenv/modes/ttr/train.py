@@ -14,20 +14,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from gpuenv.backends.spec import NativeTask, resolve
+from gpuenv.backends.training import CompileClock
 from gpuenv.errors import Diverged
 from gpuenv.modes.ttr.suite import PpoCase
 from gpuenv.registry import default_registry
 
 EVAL_SEED_OFFSET = 1_000_003  # eval envs never share a seed with training envs
-
-
-class Stop(Exception):
-    """Raised inside a trainer's callback to end training (threshold reached or budget spent)."""
 
 
 class Progress:
@@ -312,30 +308,3 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
         eval_policy="deterministic",
     )
     return details
-
-
-class CompileClock:
-    """Seconds JAX spent tracing, lowering and compiling, from JAX's own duration events."""
-
-    def __init__(self, jax, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.events: list[tuple[float, float]] = []  # (when it ended, seconds)
-        jax.monitoring.register_event_duration_secs_listener(self._on)
-
-    # Lowering and XLA compile, one event each per compiled computation. Tracing is left out: a jit
-    # inside a traced function is traced inside the outer trace, so its events nest.
-    EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
-
-    def _on(self, event: str, duration: float, **_kw) -> None:
-        if event in self.EVENTS:
-            self.events.append((self.clock(), duration))
-
-    def total(self) -> float:
-        return sum(d for _, d in self.events)
-
-    def within(self, start: float, end: float) -> float:
-        return sum(d for t, d in self.events if start <= t <= end)
-
-
-def write_tb_path(root: Path, case_key: str, seed: int) -> str:
-    return str(root / "tensorboard" / case_key / f"seed{seed}")

@@ -1,4 +1,4 @@
-"""Formatting shared by every mode's tables and report sections."""
+"""Formatting shared by every table, page and message: rates, durations, labels, colours, HTML cells, file-name slugs. A leaf."""
 
 from __future__ import annotations
 

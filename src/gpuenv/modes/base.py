@@ -1,0 +1,221 @@
+"""The mode contract: what a measurement mode provides (`Mode`), what it plans (`Plan`, items), what
+the runner hands it back (`Outcome`, `RecordContext`) and what readers ask of it (`Headline`,
+`Metric`). The runner and the readers know modes only through this module; a mode's package
+subclasses `Mode` as its `MODE`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gpuenv.results import schema
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+def failure(kind: str, reason: str, process: int | None = None, stderr_tail: str = "") -> dict:
+    """A record's (or a process's) failure: kind is a results.models.FailureKind value."""
+    return {"kind": kind, "reason": reason, "process": process, "stderr_tail": stderr_tail}
+
+
+@dataclass
+class Outcome:
+    """One worker process of a case, as the runner saw it end."""
+
+    index: int
+    result: dict | None  # the worker's JSON when it finished
+    failure: dict | None  # why there is no result (see failure())
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """What every record of a run shares, and how the case ended."""
+
+    suite: str
+    run_id: str
+    where: dict
+    interrupted_by: str | None = None  # what stopped the run while this case ran ("Ctrl-C (SIGINT)")
+    broken: str | None = None  # gpuenv could not summarise the case (a bug): why
+
+    def header(self, *, case_key: str, status: str, mode: str) -> dict:
+        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode)
+
+    def status(self, ok: bool) -> str:
+        return "interrupted" if self.interrupted_by else ("ok" if ok and not self.broken else "failed")
+
+    def failure(self, outcomes: list[Outcome]) -> dict:
+        """The record's failure when its status is not ok."""
+        if self.interrupted_by:
+            return failure("interrupted", f"interrupted by {self.interrupted_by}")
+        if self.broken:
+            return failure("internal", self.broken)
+        first = next((o for o in outcomes if o.failure), None)
+        return first.failure if first and first.failure else failure("crashed", "no process finished")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The one number a record stands for, as compare / regressions / asv / the report use it."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    unit: str  # "env steps/s", "s to reward"
+    higher_is_better: bool
+
+    def goodness(self) -> float:
+        """A value where higher is always better (for change points)."""
+        return self.value if self.higher_is_better else 1.0 / self.value
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A lower-is-better quantity every worker of a case measures beside the headline."""
+
+    name: str  # "host memory"
+    unit: str
+    field: str  # its key in a worker's memory dict
+
+
+MEMORY_METRICS = (
+    Metric("host memory", "MiB", "tree_pss_peak_mib"),  # PSS of the worker's process tree
+    Metric("device memory", "MiB", "device_peak_mib"),  # what the backend allocated on the device
+)
+
+
+class Item(Protocol):
+    """One planned case of a mode: what the runner needs to know to run it."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def processes(self) -> int: ...
+
+    @property
+    def timeout_s(self) -> float: ...
+
+
+class CaseItem:
+    """Mixin for a mode's Item dataclass with a `case` field: its key and backend are the case's."""
+
+    case: Any
+
+    @property
+    def key(self) -> str:
+        return self.case.key
+
+    @property
+    def backend(self) -> str:
+        return self.case.backend
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: str
+    items: list[Any]  # the mode's Item objects, in suite order
+    skipped: list[str]  # one line per case the suite lists but this plan does not run, with why
+    unit: str  # "3 processes each", "3 seeds each"
+
+
+class Mode:
+    """Base class of a measurement mode's plug-in object (`MODE` in its package)."""
+
+    name: str  # the measurement_mode string in records
+    suite_kind: str  # the `kind` of its suite files
+    process_word: str = "process"  # what one worker process is, for progress lines
+    stop_after_failure: bool = True  # a failed process ends the case (throughput) or not (seeds)
+    packages: tuple[str, ...] = ()  # distributions its records must carry (beyond the backends')
+
+    # --- suites and plans (registry: a gpuenv.registry.Registry)
+    def load_suite(self, path: Path, data: dict, registry: Any, *, seeds: int | None) -> Any:
+        raise NotImplementedError
+
+    def plan(self, suite: Any, registry: Any, *, backends: list[str] | None, tasks: list[str] | None,
+             num_envs: list[int] | None) -> Plan:
+        raise NotImplementedError
+
+    def unavailable(self, item: Any, registry: Any) -> str | None:
+        """Why this machine cannot run the item beyond its backend (a trainer not installed ...)."""
+        return None
+
+    # --- running (the runner calls these; worker() runs inside the worker process)
+    def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
+        raise NotImplementedError
+
+    def worker(self, spec: dict, keep: Callable[[dict], None] = lambda result: None) -> dict:
+        """One process of a case, inside a worker process. `keep(result)` stores a result the runner
+        records (marked incomplete) should the worker die after that point (gpuenv.run.worker)."""
+        raise NotImplementedError
+
+    def build_record(self, item: Any, outcomes: list[Outcome], ctx: RecordContext) -> dict:
+        raise NotImplementedError
+
+    # --- reading records
+    def headline(self, record: dict) -> Headline:
+        raise NotImplementedError
+
+    def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
+        """NEW/OLD of the headline value with a 95% interval."""
+        raise NotImplementedError
+
+    def progress_line(self, record: dict) -> str:
+        h = self.headline(record)
+        return f"{h.value:,.1f} {h.unit}"
+
+    def worker_memories(self, record: dict) -> list[dict]:
+        """The memory dict (gpuenv.measure.monitor.memory) of each worker process or seed that has one."""
+        return []
+
+    def memory_values(self, record: dict, metric: Metric) -> list[float]:
+        """One peak per worker process or seed (MiB), where measured: compare and regressions treat
+        these like time, lower is better."""
+        return [m[metric.field] for m in self.worker_memories(record) if m and m.get(metric.field)]
+
+    # Rendering: a mode's `report` module beside its class (`<package>.report`), where it has one,
+    # provides tables(records), footnotes(records), markdown(records) and
+    # site_sections(records, out, num_envs); a mode without one renders nothing.
+    def _report(self) -> Any:
+        try:
+            return importlib.import_module(type(self).__module__ + ".report")
+        except ModuleNotFoundError:
+            return None
+
+    def tables(self, records: list[dict]) -> list[Table]:
+        r = self._report()
+        return r.tables(records) if r else []
+
+    def footnotes(self, records: list[dict]) -> list[str]:
+        r = self._report()
+        return r.footnotes(records) if r else []
+
+    def markdown(self, records: list[dict]) -> str:
+        r = self._report()
+        return r.markdown(records) if r else ""
+
+    def missed(self, record: dict) -> bool:
+        """An ok record that missed its pass criterion (the CLI exits 1)."""
+        return False
+
+    def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
+        """HTML sections of the report site, from the latest ok record per case (PNG files into out)."""
+        r = self._report()
+        return r.site_sections(records, out, num_envs) if r else iter(())
+
+    def asv_benchmark(self, record: dict) -> str:
+        """asv benchmark name."""
+        raise NotImplementedError
+
+    def asv_value(self, record: dict) -> float:
+        """The headline as asv stores it: smaller is better (asv's rule)."""
+        h = self.headline(record)
+        return 1.0 / h.value if h.higher_is_better else h.value
