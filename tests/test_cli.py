@@ -46,12 +46,13 @@ def test_typo_in_suite_file_names_file_and_key(cli, tmp_path):
 
 def test_missing_optional_dependency(monkeypatch, capsys, tmp_path):
     from gpuenv import cli
+    from gpuenv.run import plan
 
     cartpole = NativeTask("Ghost-v0", 0.02, 1, 0.02, 500, (4,), "discrete", 2)
     ghost = Backend("ghost", "gpuenv_no_such_module.adapter", ("gpuenv_no_such_module",), "ghost", ("ok",), "absent",
                     tasks={"cartpole": cartpole})
     reg = Registry.of([ghost])
-    monkeypatch.setattr(cli, "default_registry", lambda: reg)
+    monkeypatch.setattr(plan, "default_registry", lambda: reg)
     s = write_suite(tmp_path / "g.toml", "[[matrix]]\nbackends=['ghost']\ntasks=['cartpole']\nnum_envs=[1]\n")
     with pytest.raises(SystemExit) as e:
         cli.main(["bench", "--suite", str(s), "--backend", "ghost"])

@@ -212,33 +212,40 @@ def test_local_bench_isaac_runs_cartpole_and_ant_on_the_cpu_with_newton(isaac_en
 @pytest.mark.serial
 def test_gpuenv_agrees_with_isaac_labs_own_benchmark_runtime(isaac_env, cli, tmp_path):
     """Two harnesses, one number: Isaac Lab's `isaaclab benchmark runtime` and gpuenv on the same case
-    (cartpole, 64 envs, newton_mjwarp, CPU), one after the other. gpuenv's median must fall inside
-    Isaac Lab's own spread of per-step rates (mean +- 1.96 sd over its timed steps)."""
+    (cartpole, 64 envs, newton_mjwarp, CPU), in the order Isaac Lab, gpuenv, Isaac Lab: a machine whose
+    load changes between two measurements (CI's VMs, a busy core) moves both Isaac Lab runs' spread
+    around gpuenv's. gpuenv's interval must meet Isaac Lab's spread of per-step rates (mean +- 1.96 sd
+    over its timed steps) of one of the two runs."""
     env = {**os.environ, **warp_cache.worker_env()}
     root = subprocess.run([str(isaac_env), "-c", "from gpuenv.backends.isaaclab import assets; print(assets.ensure()['asset_root'])"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert root.returncode == 0, root.stderr
     env[assets.ROOT_ENV] = root.stdout.strip()
-    theirs = tmp_path / "isaaclab-out"
-    r = subprocess.run([str(isaac_env.parent / "isaaclab"), "benchmark", "runtime", "--task", "Isaac-Cartpole-Direct",
-                        "--num_envs", "64", "--num_steps", "300", "--warmup_steps", "20", "--device", "cpu",
-                        "--output_path", str(theirs), "presets=newton_mjwarp"],
-                       capture_output=True, text=True, env=env, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (bundle,) = theirs.glob("benchmark_runtime_*.json")
-    fps = json.loads(bundle.read_text())["runtime"]["total_fps"]
+
+    def theirs(n: int) -> dict:
+        out = tmp_path / f"isaaclab-out-{n}"
+        r = subprocess.run([str(isaac_env.parent / "isaaclab"), "benchmark", "runtime", "--task", "Isaac-Cartpole-Direct",
+                            "--num_envs", "64", "--num_steps", "300", "--warmup_steps", "20", "--device", "cpu",
+                            "--output_path", str(out), "presets=newton_mjwarp"],
+                           capture_output=True, text=True, env=env, timeout=900)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        (bundle,) = out.glob("benchmark_runtime_*.json")
+        return json.loads(bundle.read_text())["runtime"]["total_fps"]
+
+    before = theirs(1)
     # two processes: a process's own rate varies by a few % (memory layout), as between the two harnesses
     suite = isaac_suite(tmp_path / "one.toml", [("cartpole", 64)], values=4, min_time=0.5, processes=2)
     g = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=900)
     assert g.returncode == 0, g.stdout[-3000:] + g.stderr[-3000:]
+    after = theirs(2)
     (path,) = (tmp_path / "out").rglob("isaaclab-*.json")
     ours = load(path)["summary"]["env_steps_per_s"]
-    low, high = fps["mean"] - 1.96 * fps["std"], fps["mean"] + 1.96 * fps["std"]
-    print(f"isaaclab benchmark runtime {fps['mean']:.0f} +- {fps['std']:.0f} steps/s (sd over {fps.get('n', 300)} steps); "
-          f"gpuenv {ours['median']:.0f} ({ours['ci_low']:.0f}-{ours['ci_high']:.0f})")
-    assert ours["ci_low"] <= high and low <= ours["ci_high"], (
-        f"gpuenv {ours['median']:.0f} ({ours['ci_low']:.0f}-{ours['ci_high']:.0f}) steps/s does not meet Isaac Lab's "
-        f"{low:.0f}-{high:.0f} (mean {fps['mean']:.0f})")
+    spreads = [(f["mean"] - 1.96 * f["std"], f["mean"] + 1.96 * f["std"]) for f in (before, after)]
+    print(f"isaaclab benchmark runtime {before['mean']:.0f} +- {before['std']:.0f}, then {after['mean']:.0f} +- {after['std']:.0f} "
+          f"steps/s (sd over 300 steps); gpuenv between them {ours['median']:.0f} ({ours['ci_low']:.0f}-{ours['ci_high']:.0f})")
+    assert any(ours["ci_low"] <= high and low <= ours["ci_high"] for low, high in spreads), (
+        f"gpuenv {ours['median']:.0f} ({ours['ci_low']:.0f}-{ours['ci_high']:.0f}) steps/s meets neither of Isaac Lab's runs "
+        f"around it: {', '.join(f'{lo:.0f}-{hi:.0f}' for lo, hi in spreads)}")
 
 
 @pytest.mark.backend

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -669,3 +670,85 @@ def find_job(out: Path, job: str) -> Path:
             return state.parent
     raise UserError(f"no dispatch with job {job} under {out} (--out names the results directory it used)")
 
+
+# --- what `gpuenv dispatch` does before it waits: a new dispatch, an existing one, a rerun ---------
+
+
+def existing(out: Path, attach: str | None, rerun: Path | None) -> tuple[Dispatch, Any, Any]:
+    """(dispatch, mode, plan) of `--attach JOB` (found under `out`) or `--rerun RUN_DIR`."""
+    from gpuenv.registry import default_registry
+    from gpuenv.suites import load_any
+
+    if attach and rerun:
+        raise UserError("--attach and --rerun are two different things; pass one")
+    run_dir = find_job(out, attach) if attach else Path(str(rerun))
+    d = Dispatch.load(run_dir)
+    registry = default_registry()
+    mode, s = load_any(d.suite, registry)
+    return d, mode, mode.plan(s, registry, **d.filters)
+
+
+def new(suite: str, filters: dict, options: Options, out: Path, *, sweep: str | None, pins: list[str], dry_run: bool,
+        console: Any) -> tuple[Dispatch, Any, Any]:
+    """(dispatch, mode, plan) of a new dispatch: its tasks batched from the plan (once per version set
+    with --sweep, each set's environment built here first), not yet submitted."""
+    from gpuenv.registry import default_registry
+    from gpuenv.results.store import new_run_id
+    from gpuenv.suites import load_any
+
+    options.check()
+    if options.container != "none" and (suite.endswith(".toml") or "/" in suite):
+        raise UserError(f"--container {options.container}: pass a suite by name (the image has the same suites/); "
+                        f"a file like {suite} is not inside the container")
+    registry = default_registry()
+    mode, s = load_any(suite, registry)
+    backends = filters.get("backends")
+    if sweep:
+        from gpuenv.history.sweep import parse_spec
+
+        package = parse_spec(sweep)[0]
+        owner = registry.by_library(package)
+        if options.container != "none":
+            raise UserError("--sweep runs each version set in its own environment on a shared filesystem: use --container none")
+        if owner is None and not backends:
+            raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
+        if backends and len(backends) > 1:
+            raise UserError("--sweep builds one environment per version set for one backend: pass one --backend")
+        filters = {**filters, "backends": backends or ([owner.name] if owner else backends)}
+    plan = mode.plan(s, registry, **filters)
+    if not plan.items:
+        raise UserError(f"nothing to dispatch in suite '{plan.suite}' with these filters; see `gpuenv list`")
+    if options.executor == "slurm" and not dry_run and not shutil.which("sbatch"):
+        raise UserError("--executor slurm: sbatch is not on PATH (no Slurm client here); --executor local runs the same tasks on this machine")
+    sets: list[tuple[str, str | None, dict | None]] = [("", None, None)]
+    if sweep:
+        sets = version_sets(sweep, pins, registry.parse(filters["backends"][0])[0].name, console)
+    run_id = new_run_id()
+    tasks = [Task(i, b, keys, version_set=label, python=py, tags=tags)
+             for i, (label, py, tags, b, keys) in enumerate(
+                 (label, py, tags, b, keys) for label, py, tags in sets for b, keys in batches(plan.items, options.cases_per_task))]
+    return Dispatch(run_id, suite, str(out / run_id), options, tasks, now_utc(), filters=filters), mode, plan
+
+
+def rerun_tasks(d: Dispatch, plan: Any) -> list[Task]:
+    """The tasks that run again the cases of `d` with no ok record (none: nothing to rerun), added
+    to `d`; UserError while earlier tasks may still write, or where a sweep's environment is gone."""
+    still = live(d)
+    if still:
+        raise UserError(f"{d.run_dir}: task(s) {', '.join(str(t.index) for t in still)} may still write records; "
+                        f"`gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` waits for them, then --rerun")
+    gone = sorted({t.python for t in d.tasks if t.python and not Path(t.python).exists()})
+    if gone:
+        raise UserError(f"{d.run_dir}: the sweep's environment {gone[0]} is gone (gpuenv's cache was cleared); "
+                        "dispatch the sweep again")
+    items = {item.key: item for item in plan.items}
+    have = latest_ok(d)
+    new_tasks: list[Task] = []
+    for first in {t.version_set: t for t in reversed(d.tasks)}.values():  # each version set's environment once
+        missing = [it for k, it in items.items() if (first.version_set, k) not in have and any(k in t.cases for t in d.tasks)]
+        new_tasks += [Task(len(d.tasks) + len(new_tasks) + i, b, keys, version_set=first.version_set, python=first.python, tags=first.tags)
+                      for i, (b, keys) in enumerate(batches(missing, d.options.cases_per_task))]
+    if new_tasks:
+        d.tasks += new_tasks
+        d.reruns.append(now_utc())
+    return new_tasks

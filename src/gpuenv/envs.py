@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpuenv.errors import UserError
 
@@ -111,3 +112,17 @@ def build(lock: str, python: str, label: str) -> Built:
     (env / "gpuenv-lock.txt").write_text(lock)
     (env / READY).write_text(label + "\n")
     return Built(env, python, sha, reused=False)
+
+
+def status(backend: Any) -> tuple[str, bool]:
+    """(which Python environment a backend's workers use and whether it is built, whether that is fine)."""
+    e = backend.environment
+    if e is None:
+        return "main install", True
+    if backend.in_own_image():
+        return f"own: Python {e.python}, this interpreter (its image, or a Python with its libraries)", True
+    lock = e.lock_path(ROOT)
+    if not lock.is_file():
+        return f"own (Python {e.python}): lock {e.lock} missing", False
+    state = "built" if is_built(lock.read_text(), e.python) else "not built yet (built on first use)"
+    return f"own: Python {e.python}, {e.lock}; {state}", True

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -511,3 +512,55 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
 def image_size(docker: str, ref: str) -> int | None:
     r = _run([docker, "image", "inspect", "--format", "{{.Size}}", ref])
     return int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip().isdigit() else None
+
+
+@dataclass(frozen=True)
+class Built:
+    name: str
+    returncode: int
+    seconds: float
+    size_bytes: int | None
+
+
+def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str], None]) -> list[Built]:
+    """`gpuenv images build`: plain `docker build` in dependency order, BuildKit on; the base from the
+    pinned reference, or a local debootstrap one where it cannot be pulled. `say(line)` reports each
+    step (plain text: the caller escapes it). With dry_run, says the commands and builds nothing.
+    UserError when an image does not build (its docker output went to the terminal)."""
+    import shlex
+    import time
+
+    from gpuenv.errors import UserError
+    from gpuenv.pins import exact_pin
+
+    for n in names:
+        get_image(n)
+    pins = ["==".join(exact_pin(p, f"--pin {p!r}")) for p in pins]
+    if pins:
+        if len(names) != 1:
+            raise UserError("--pin builds one image: name it, e.g. `gpuenv images build brax --pin brax==0.13.0`")
+        (lock,) = write_locks(names, pins)
+        say(f"wrote {lock}")
+    if dry_run:
+        for _, cmd in build_commands(names, "docker", {}, pins):
+            say(shlex.join(cmd))
+        return []
+    why = docker_status(gpu=False)
+    if why:
+        raise UserError(f"cannot build images here: {why}")
+    docker = build_client()
+    bases = {}
+    for pinned, python in python_bases(names).items():
+        bases[pinned], source = base_image(docker, pinned, python)
+        say(f"base image: {bases[pinned]} ({source})")
+    env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+    out: list[Built] = []
+    for name, cmd in build_commands(names, docker, bases, pins):
+        say(f"building {name}: {shlex.join(cmd)}")
+        t0 = time.perf_counter()
+        rc = subprocess.call(cmd, cwd=ROOT, env=env)
+        ref = cmd[cmd.index("-t") + 1]
+        out.append(Built(name, rc, time.perf_counter() - t0, image_size(docker, ref) if rc == 0 else None))
+        if rc != 0:
+            break  # later images build on this one, or would fail the same way
+    return out

@@ -145,3 +145,70 @@ def _lonely(r: dict, other_keys: set[str]) -> str:
     if r["case_key"] in other_keys:
         return f"{r['case_key']} (same case key, different workload: measurement settings or physics differ; --by-case compares anyway)"
     return r["case_key"]
+
+
+@dataclass
+class Comparison:
+    """`gpuenv compare`: NEW/OLD per paired record (speed rows, memory rows) and what the pairing left
+    out or was forced across."""
+
+    rows: list  # Row per paired case: the headline
+    mem_rows: list  # Row per paired case and memory metric
+    threshold: float
+    differs: dict  # fields the runs differ in (machine identity), when compared anyway
+    apart: list  # (case, why) pairs measured at different machine speeds, when compared anyway
+    no_fingerprint: int  # pairs with no fingerprint on one side
+    only_old: list
+    only_new: list
+    versions: dict  # package -> (old, new)
+
+    @property
+    def regressed(self) -> list:
+        return [r for r in self.rows if r.regressed]
+
+    @property
+    def mem_regressed(self) -> list:
+        return [r for r in self.mem_rows if r.regressed]
+
+
+def read_sides(old: list[str], new: str) -> tuple[list[dict], list[dict], list[str]]:
+    """(OLD records, NEW records, one line per file skipped) for compare_runs."""
+    from gpuenv.history.load import load_records
+
+    old_recs, p1 = load_records(old, "OLD records")
+    new_recs, p2 = load_records([new], "NEW records")
+    return old_recs, new_recs, p1 + p2
+
+
+def compare_runs(old_recs: list[dict], new_recs: list[dict], threshold: float = 0.10, *, allow_different: bool = False,
+                 by_case: bool = False) -> Comparison:
+    """Pair OLD's and NEW's records (by workload, or by case key) and compare each pair; UserError
+    where the runs are not comparable (other hardware, other machine speeds) unless allowed."""
+    from gpuenv.errors import UserError
+
+    if not 0 <= threshold < 1:
+        raise UserError(f"--threshold must be a fraction in [0, 1) (got {threshold}); 0.1 means 10%")
+    diff = differences(old_recs, new_recs)
+    if diff and not allow_different:
+        fields = "; ".join(f"{k}: {a} vs {b}" for k, a, b in ((k, *v) for k, v in diff.items()))
+        raise UserError(f"the runs differ in {fields}; such runs are not comparable (--allow-different compares anyway)")
+    pairs, only_old, only_new = match(old_recs, new_recs, by="case" if by_case else "workload")
+    if not pairs:
+        raise UserError(
+            "OLD and NEW have no ok record of the same workload in common (compare runs of the same suite; "
+            "--by-case pairs by case key across measurement settings)"
+        )
+    apart, no_fingerprint = speed_differences(pairs)
+    if apart and not allow_different:
+        key, why = apart[0]
+        raise UserError(
+            f"the machine's reference speed differs between OLD and NEW in {len(apart)} of {len(pairs)} cases "
+            f"(first, {key}: {why}): as if measured on different machines, so a change would not be gpuenv's or the "
+            "library's (--allow-different compares anyway)"
+        )
+    return Comparison(
+        rows=[compare_case(a, b, threshold) for a, b in pairs],
+        mem_rows=[m for a, b in pairs for m in memory_rows(a, b, threshold)],
+        threshold=threshold, differs=diff, apart=apart, no_fingerprint=no_fingerprint, only_old=only_old, only_new=only_new,
+        versions=version_changes(old_recs, new_recs),
+    )

@@ -182,3 +182,42 @@ def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Pat
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One case under one version set: its headline, or why it has none, and the verdict against
+    the version set before it (None for the first, or where either has no number)."""
+
+    text: str  # "12,345 [12,000-12,700] env steps/s", a failure kind, or "-" (not run)
+    ok: bool
+    verdict: str | None = None  # faster | slower | no detectable change
+    change_pct: float | None = None
+
+
+def table(series: dict[str, list[tuple[str, dict]]], labels: list[str], threshold: float = 0.10) -> list[tuple[str, list[Cell]]]:
+    """(case key, a cell per version set in `labels` order) for `gpuenv sweep`'s table."""
+    from gpuenv.history.compare import compare_case
+    from gpuenv.modes import of
+
+    rows = []
+    for key, pts in sorted(series.items()):
+        by = dict(pts)
+        cells: list[Cell] = []
+        prev = None
+        for lbl in labels:
+            r = by.get(lbl)
+            if r is None or r["status"] != "ok":
+                cells.append(Cell(r["failure"]["kind"] if r else "-", False))
+                prev = None
+                continue
+            h = of(r).headline(r)
+            text = f"{h.value:,.0f} [{h.ci_low:,.0f}-{h.ci_high:,.0f}] {h.unit}"
+            if prev is None:
+                cells.append(Cell(text, True))
+            else:
+                c = compare_case(prev, r, threshold)
+                cells.append(Cell(text, True, c.verdict, 100 * c.change_pct))
+            prev = r
+        rows.append((key, cells))
+    return rows

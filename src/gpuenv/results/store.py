@@ -19,6 +19,17 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+def checked_run_id(run_id: str) -> str:
+    """A run id given by hand (--run-id): it names a folder and goes into every record."""
+    import re
+
+    from gpuenv.results.types import IDENTIFIER
+
+    if not re.fullmatch(IDENTIFIER, run_id):
+        raise UserError(f"--run-id {run_id!r}: use letters, digits, '_', '.' or '-' (it names a directory and goes into every record)")
+    return run_id
+
+
 # A record is 5-10 KB (a failed one carries up to 2 KB of stderr): a run needs room for a few of them.
 MIN_FREE_BYTES = 64 * 1024
 _FULL = (errno.ENOSPC, errno.EDQUOT)

@@ -49,3 +49,23 @@ def provenance() -> dict:
     if sched is not None:
         out["scheduler"] = sched
     return out
+
+
+def runtime() -> dict:
+    """JAX devices and torch threads, when those libraries are installed (imported only here: `gpuenv info`)."""
+    import importlib.util
+
+    out: dict = {}
+    if importlib.util.find_spec("jax"):
+        try:
+            import jax
+
+            out["jax devices"] = ", ".join(f"{d.platform}:{d.device_kind}" for d in jax.devices())
+        except Exception as e:  # noqa: BLE001 - report, do not crash `info`
+            out["jax devices"] = f"error: {e}"
+    if importlib.util.find_spec("torch"):
+        import torch
+
+        out["torch threads"] = torch.get_num_threads()
+        out["torch cuda"] = torch.cuda.is_available()
+    return out

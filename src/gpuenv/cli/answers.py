@@ -1,0 +1,68 @@
+"""Commands that answer a researcher's questions from records: claims (published speed claims beside
+what was measured) and decide (the course's decision table, computed). Each parses, calls the library
+(gpuenv.claims, gpuenv.decide) and prints."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gpuenv.cli.common import app, console, print_skipped
+from gpuenv.escape import markup, terminal
+
+
+@app.command()
+def claims(
+    paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Every published claim in claims/register.toml beside its closest measured case, or the run it needs."""
+    from gpuenv import claims as cl
+    from gpuenv.history.load import load_records
+
+    records, problems = load_records(paths or ["results"], "records")
+    print_skipped(problems)
+    results = cl.check_all(records)
+    if as_json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return
+    for line in cl.text_report(results, cl.register_path()):
+        console.print(terminal(line), highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command()
+def decide(
+    task: Annotated[str, typer.Option("--task", "-t", help="the task (gpuenv list tasks)")],
+    budget: Annotated[str, typer.Option("--budget", help="env steps per run: 50M, 1B, 2e7 ...")],
+    configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
+    results: Annotated[list[str] | None, typer.Option("--results", help="record files or directories (default: results/)")] = None,
+) -> None:
+    """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
+    from gpuenv.decide import decide as run_decide
+    from gpuenv.decide import parse_steps
+    from gpuenv.format import duration
+    from gpuenv.history.load import load_records
+    from gpuenv.tasks import get_task
+
+    get_task(task)  # an unknown task: one line naming the known ones
+    steps = parse_steps(budget)
+    records, problems = load_records(results or ["results"], "records")
+    print_skipped(problems)
+    d = run_decide(task, steps, configs, records)
+    t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
+    for col in ("backend", "envs", "env steps/s", "startup+compile s", "wall-clock to budget", "with PPO training"):
+        t.add_column(col)
+    for o in d.options:
+        tw = o.train_wall_s(steps, configs)
+        t.add_row(o.selector, str(o.num_envs), f"{o.rate:,.0f} ({o.ci[0]:,.0f}-{o.ci[1]:,.0f})", f"{o.fixed_s:.1f}",
+                  duration(o.wall_s(steps, configs)), duration(tw) if tw else "-")
+    console.print(t)
+    console.print(f"[bold]row[/]: {markup(d.row)}", highlight=False)
+    console.print(f"[bold]answer[/]: {markup(d.answer)}", highlight=False)
+    for w in d.why:
+        console.print(f"  why: {terminal(w)}", highlight=False, markup=False)
+    for n in d.needs_gpu:
+        console.print(f"  needs GPU measurements: {terminal(n)}", highlight=False, markup=False)

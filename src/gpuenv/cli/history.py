@@ -1,0 +1,191 @@
+"""Commands that read stored records: show, compare, regressions, report, asv-import, export-gab.
+Each parses, calls the library (gpuenv.history, gpuenv.report) and prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gpuenv.cli.common import EXIT_CASE_FAILED, app, console, err_console, os_error_text, out_dir, print_skipped, print_warnings
+from gpuenv.errors import UserError
+from gpuenv.escape import markup, terminal
+
+
+@app.command()
+def show(
+    paths: Annotated[list[str], typer.Argument(help="record files or run directories")],
+    as_markdown: Annotated[bool, typer.Option("--markdown", help="one markdown table (for READMEs)")] = False,
+) -> None:
+    """Print the tables of stored records (validated on read)."""
+    from gpuenv.history.load import load_records
+    from gpuenv.report.table import footnotes, markdown, tables
+
+    records, problems = load_records(paths)
+    print_skipped(problems)
+    if as_markdown:
+        print(terminal(markdown(records), multiline=True))
+        return
+    for t in tables(records):
+        console.print(t)
+    print_warnings(footnotes(records))
+
+
+@app.command()
+def compare(
+    old: Annotated[list[str], typer.Argument(help="OLD record files or result directories", show_default=False)],
+    new: Annotated[str, typer.Argument(help="NEW record file or result directory")],
+    threshold: Annotated[float, typer.Option("--threshold", help="exit 1 when a case is slower by more than this fraction")] = 0.10,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware or drivers")] = False,
+    by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
+) -> None:
+    """NEW/OLD per workload with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
+    from gpuenv.history.compare import compare_runs, read_sides
+
+    old_recs, new_recs, problems = read_sides(old, new)
+    print_skipped(problems)
+    c = compare_runs(old_recs, new_recs, threshold, allow_different=allow_different, by_case=by_case)
+    rows, mem_rows, regressed, mem_regressed = c.rows, c.mem_rows, c.regressed, c.mem_regressed
+    t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
+    for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
+        t.add_column(col)
+    colour = {"faster": "green", "slower": "red", "less memory": "green", "more memory": "red"}
+    for r in sorted(rows + mem_rows, key=lambda r: (r.case_key, r in mem_rows)):
+        v = f"[{colour.get(r.verdict, 'white')}]{r.verdict}{' (REGRESSION)' if r.regressed else ''}[/]"
+        t.add_row(r.case_key, r.unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
+    console.print(t)
+    for k, (a, b) in c.versions.items():
+        console.print(f"[dim]version {markup(k)}: {markup(a)} -> {markup(b)}[/]")
+    if c.differs:
+        console.print(f"[yellow]warning[/] compared across: {markup(', '.join(c.differs))}")
+    if c.apart:
+        console.print(f"[yellow]warning[/] compared across machine speeds in {len(c.apart)} case(s), e.g. {c.apart[0][0]}: {markup(c.apart[0][1])}")
+    if c.no_fingerprint:
+        console.print(f"[yellow]warning[/] {c.no_fingerprint} pair(s) have no machine-speed fingerprint on one side (records "
+                      "written before gpuenv measured one): a faster or slower machine cannot be told from a code change there")
+    for key in c.only_old:
+        console.print(f"[dim]only in OLD: {key}[/]")
+    for key in c.only_new:
+        console.print(f"[dim]only in NEW: {key}[/]")
+    n = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "no detectable change")}
+    console.print(
+        f"{len(rows)} cases: {n['faster']} faster, {n['slower']} slower, {n['no detectable change']} no detectable change; "
+        f"{len(regressed)} regressed by more than {100 * threshold:g}%",
+        highlight=False,
+    )
+    if mem_rows:
+        m = {v: sum(r.verdict == v for r in mem_rows) for v in ("less memory", "more memory")}
+        console.print(f"{len(mem_rows)} memory peaks: {m['less memory']} less, {m['more memory']} more; "
+                      f"{len(mem_regressed)} grew by more than {100 * threshold:g}%", highlight=False)
+    if regressed or mem_regressed:
+        if regressed:
+            err_console.print(f"regression: {', '.join(r.case_key for r in regressed)} slower by more than {100 * threshold:g}%")
+        for r in mem_regressed:
+            err_console.print(f"regression: {r.case_key} uses {100 * (r.ratio - 1):.0f}% more {r.unit.rsplit(' ', 1)[0]} "
+                              f"({r.old:,.0f} -> {r.new:,.0f} {r.unit.rsplit(' ', 1)[1]})")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command()
+def regressions(
+    paths: Annotated[list[str] | None, typer.Argument(help="result directories (default: results/)")] = None,
+    min_change: Annotated[float, typer.Option("--min-change", help="smallest relative change reported")] = 0.05,
+    by_version: Annotated[str | None, typer.Option("--by-version", help="order each history by this library's version, e.g. brax")] = None,
+) -> None:
+    """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
+    import math
+
+    from gpuenv.history.changepoints import detect
+    from gpuenv.history.load import load_records
+    from gpuenv.history.regress import describe, series_by_case
+
+    if not (math.isfinite(min_change) and 0 <= min_change < 10):
+        raise UserError(f"--min-change must be a fraction in [0, 10) (got {min_change}); 0.05 means 5%")
+
+    records, problems = load_records(paths or ["results"], "records")
+    print_skipped(problems)
+    t = Table(title="change points (permutation test of the best split, p < 0.01)", title_justify="left")
+    for col in ("case", "at run", "before", "after", "change", "kind", "what changed"):
+        t.add_column(col)
+    found = 0
+    series = series_by_case(records, by_version)
+    for key, points in sorted(series.items()):
+        for cp in detect([v for v, _ in points], min_change=min_change):
+            found += 1
+            t.add_row(*map(markup, describe(key, points, cp)))
+    if found:
+        console.print(t)
+    console.print(f"{found} change point(s) in {len(series)} case histories ({len(records)} records)")
+
+
+@app.command()
+def report(
+    paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="site directory")] = "results/site",
+    num_envs: Annotated[int | None, typer.Option("--num-envs", help="num_envs of the backend comparison")] = None,
+) -> None:
+    """Build the static report site (HTML + PNG, works offline) from stored records."""
+    from gpuenv.history.load import load_records
+    from gpuenv.report.site import build
+
+    site = out_dir(out)
+    if site.exists() and not site.is_dir():
+        raise UserError(f"--out {out}: a file is there; the site is a folder of pages (pass a new or existing directory)")
+    if num_envs is not None and num_envs < 1:
+        raise UserError(f"--num-envs must be >= 1 (got {num_envs})")
+    inputs = [Path(p).resolve() for p in paths or ["results"] if str(p).strip()]
+    if any(site.resolve() == p or site.resolve() in p.parents for p in inputs):
+        raise UserError(f"--out {out} holds the records it reads: the site marks its folder as gpuenv's output, which readers "
+                        "skip; pass a folder inside or beside them (default results/site)")
+    records, problems = load_records(paths or ["results"], "records")
+    print_skipped(problems)
+    sizes = sorted({r["case"]["num_envs"] for r in records if r["status"] == "ok"})
+    if num_envs is not None and num_envs not in sizes:
+        raise UserError(f"--num-envs {num_envs}: no ok record at that size (measured: {', '.join(map(str, sizes)) or 'none'})")
+    try:
+        index = build(records, site, num_envs)
+    except OSError as e:
+        raise UserError(f"cannot write the site to {out}: {os_error_text(e)}") from None
+    console.print(f"wrote {markup(index)} ({len(records)} records)")
+
+
+@app.command("asv-import")
+def asv_import(
+    paths: Annotated[list[str], typer.Argument(help="record files or result directories")],
+    results_dir: Annotated[Path, typer.Option("--results-dir", help="asv results_dir")] = Path("results/asv/results"),
+    by_version: Annotated[str | None, typer.Option("--by-version", help="library whose releases form the x axis, e.g. brax")] = None,
+) -> None:
+    """Write asv result files from gpuenv records (then `asv publish` draws the history)."""
+    from gpuenv.history.asv_import import check_library, import_records, write_config
+    from gpuenv.history.load import load_records
+
+    if by_version is not None:
+        check_library(by_version)
+    records, problems = load_records(paths, "records")
+    print_skipped(problems)
+    repo = write_config(results_dir, by_version) if by_version else Path.cwd()
+    written, skipped = import_records(records, results_dir, repo, by_version)
+    not_ok = [m for m in skipped if m.endswith(": not ok")]
+    for msg in skipped:
+        if msg not in not_ok:
+            err_console.print(f"[yellow]not imported[/] {markup(msg)}")
+    if not_ok:  # failed cases have no number to chart: expected, said once
+        console.print(f"[dim]{len(not_ok)} record(s) of failed cases left out (asv charts numbers only)[/]")
+    if not written:
+        raise UserError("no record could be imported (each needs status ok and a commit in this repository)")
+    how = f"asv publish --config {results_dir.parent / f'asv-{by_version}.conf.json'}" if by_version else "asv publish"
+    console.print(f"wrote {written} asv results to {markup(results_dir)}; now `{markup(how)}`")
+
+
+@app.command("export-gab")
+def export_gab(
+    src: Annotated[Path, typer.Argument(help="pytest-benchmark JSON (--benchmark-json)")],
+    dst: Annotated[Path, typer.Argument(help="github-action-benchmark customBiggerIsBetter JSON to write")],
+) -> None:
+    """Convert `make bench-pytest` output for github-action-benchmark (env steps/s, bigger is better)."""
+    from gpuenv.history.gab import export
+
+    n = export(src, dst)
+    console.print(f"wrote {n} benchmarks to {markup(dst)}")

@@ -1,0 +1,336 @@
+"""Commands that run suites: bench, bench-image, dispatch (a cluster), sweep (library versions), and
+the hidden worker. Each parses, calls the library (gpuenv.run, gpuenv.dispatch, gpuenv.history.sweep,
+gpuenv.images) and prints."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpuenv.cli.common import (
+    DEFAULT_OUT,
+    EXIT_CASE_FAILED,
+    Interrupted,
+    app,
+    console,
+    err_console,
+    out_dir,
+    print_warnings,
+)
+from gpuenv.errors import UserError
+from gpuenv.escape import markup, terminal
+from gpuenv.registry import default_registry
+
+
+@app.command()
+def bench(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "quick",
+    backend: Annotated[
+        list[str] | None, typer.Option("--backend", "-b", help="backend or backend:variant (repeatable)")
+    ] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
+    seeds: Annotated[int | None, typer.Option("--seeds", help="time-to-reward suites: seeds per case")] = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = str(DEFAULT_OUT),
+    case: Annotated[list[str] | None, typer.Option("--case", help="only these case keys of the plan (repeatable)")] = None,
+    run_id_opt: Annotated[str | None, typer.Option("--run-id", help="write into this run (OUT/<run id>/, made if new) instead of a new one")] = None,
+) -> None:
+    """Run a suite (default: quick, on every backend available here) and print the tables."""
+    from gpuenv.doctor import failures, in_gpu_image, run_checks
+    from gpuenv.gpu import CPU_FALLBACK_HINT, cpu_ok
+    from gpuenv.report.table import footnotes, tables
+    from gpuenv.results.schema import record_tags
+    from gpuenv.results.store import checked_run_id, new_run_id, prepare_dir
+    from gpuenv.run.plan import bench_plan
+    from gpuenv.run.runner import INTERRUPT, RunStopped, run_plan
+
+    if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
+        bad = failures(run_checks(), cpu_ok=cpu_ok())
+        if bad:  # GPUENV_CPU_OK=1 lifts only "no GPU"; an old driver or a broken JAX stays an error
+            hint = f"; {CPU_FALLBACK_HINT}" if bad[0].name == "gpu" else ""
+            raise UserError(f"{bad[0].message}{hint}; `gpuenv doctor` shows every check")
+    record_tags()  # a bad GPUENV_RECORD_TAGS: one line now, not after the first case ran
+    bp = bench_plan(suite, backends=backend, tasks=task, num_envs=num_envs, seeds=seeds, cases=case)
+    mode, plan, unavailable = bp.mode, bp.plan, bp.unavailable
+    keys = [item.key for item in plan.items]
+    run_id = checked_run_id(run_id_opt) if run_id_opt is not None else new_run_id()
+    # the output folder is checked now; the run's own folder appears with its first record, so a
+    # run killed before any case finished leaves no empty folder behind
+    run_dir = prepare_dir(out_dir(out)) / run_id
+    if run_dir.exists():  # --run-id of an existing run: it must take records too, before a case runs
+        prepare_dir(run_dir)
+    console.print(f"[bold]gpuenv bench[/] suite [cyan]{markup(plan.suite)}[/]: {len(keys)} cases ({plan.unit}), run {run_id}")
+    for reason in unavailable:
+        console.print(f"[yellow]skipped[/] {markup(reason)}")
+
+    records: list[dict] = []
+    interrupted = False
+    stopped: RunStopped | None = None
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task("starting", total=len(keys))
+
+        def on_event(kind: str, data: dict) -> None:
+            if kind == "process_start":
+                what = mode.process_word
+                progress.update(bar, description=f"{keys[data['index']]} \\[{what} {data['process'] + 1}/{data['of']}]")
+            elif kind == "process_done" and data["outcome"].failure and not mode.stop_after_failure:
+                o = data["outcome"]
+                progress.console.print(f"  {mode.process_word} {o.index}: [red]failed[/] {markup(o.failure['reason'])}", highlight=False)
+            elif kind == "case_done":
+                records.append(data["record"])
+                r = data["record"]
+                head = f"[{len(records)}/{len(keys)}] {r['case_key']}"
+                if r["status"] != "ok":
+                    progress.console.print(f"{head}: [red]{r['status']}[/] ({r['failure']['kind']}) {markup(r['failure']['reason'])}")
+                else:
+                    progress.console.print(f"{head}: {markup(mode.progress_line(r))}", highlight=False)
+                progress.advance(bar)
+
+        # Ctrl-C, SIGTERM and SIGHUP (a CI timeout, a closed terminal) take one path: workers run in
+        # their own sessions and would not get the signal, so the handler kills the running worker and
+        # the run stops after writing the interrupted case (see run.runner.Interrupt).
+        previous = {sig: signal.signal(sig, INTERRUPT.handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            run_plan(mode, plan, run_id=run_id, out_dir=run_dir, on_event=on_event)
+            INTERRUPT.check()  # a signal after the last worker finished
+        except KeyboardInterrupt:
+            interrupted = True
+        except RunStopped as e:
+            stopped = e
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    for t in tables(records):
+        console.print(t)
+    print_warnings(footnotes(records))
+    for sk in plan.skipped:
+        console.print(f"[dim]not run: {markup(sk)}[/]")
+    failed = [r for r in records if r["status"] != "ok"]
+    missed = [r for r in records if mode.missed(r)]
+    console.print(f"{len(records)} records written to {markup(run_dir)}")
+    if stopped is not None:
+        for key in stopped.not_run:
+            console.print(f"[red]not run[/] {key}")
+        raise UserError(f"{stopped}; the run stopped: the {len(records)} records already written are kept in {run_dir}, "
+                        f"{len(stopped.not_run)} case(s) not run (listed above)")
+    if interrupted:
+        done = sum(r["status"] != "interrupted" for r in records)
+        raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) and the interrupted case's "
+                          f"record are kept in {run_dir}" if done < len(records) else
+                          f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) are kept in {run_dir}")
+    if failed:
+        err_console.print(f"{len(failed)} case(s) failed; their records say why (status 'failed')")
+        raise typer.Exit(EXIT_CASE_FAILED)
+    if missed:
+        err_console.print(f"{len(missed)} case(s) missed their pass criterion (too few seeds reached the threshold)")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command("bench-image")
+def bench_image(
+    backend: Annotated[str, typer.Argument(help="a backend with an image (see `gpuenv images`)")],
+    local: Annotated[bool, typer.Option("--local", help="no Docker: run the same suite on this machine")] = False,
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="default: the backend's own suite (quick for most)")] = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="with --local: records go to OUT/<run id>/")] = str(DEFAULT_OUT),
+) -> None:
+    """Run a backend's suite in its image (building it if needed), or locally with --local."""
+    from gpuenv.images import docker_run_command, get_image
+
+    img = get_image(backend)
+    suite = suite or img.suite or default_registry().get(img.backend).suite
+    if local:
+        from gpuenv.gpu import nvidia_smi
+
+        gpus, why = nvidia_smi()
+        where = (f"GPU here: {gpus[0]['name']}" if gpus else
+                 f"no GPU here ({why}): {img.backend} runs on the CPU, so these are CPU numbers, not what its image measures on a GPU")
+        console.print(f"[bold]{img.backend}[/]: suite {markup(suite)} on this machine (LOCAL=1), not in gpuenv/{img.name}; {markup(where)}",
+                      highlight=False)
+        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=out)
+        return
+    from gpuenv.images import is_built, runnable_here
+
+    runnable_here(img)  # no engine, or no NVIDIA runtime for a GPU image: one line, before any build
+    if not is_built(img):
+        from gpuenv.cli.machine import build_images
+
+        build_images([img.name], [], False)
+    cmd = docker_run_command(img, suite, Path.cwd() / "results")
+    console.print(terminal(" ".join(cmd)), highlight=False, markup=False)
+    import subprocess
+
+    raise typer.Exit(subprocess.call(cmd))
+
+
+@app.command()
+def dispatch(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "quick",
+    backend: Annotated[list[str] | None, typer.Option("--backend", "-b", help="backend or backend:variant (repeatable)")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="slurm (sbatch arrays) or local (this machine)")] = "slurm",
+    partition: Annotated[str | None, typer.Option("--partition", help="Slurm partition")] = None,
+    gpus_per_task: Annotated[int, typer.Option("--gpus-per-task", help="GPUs per array task (GRES)")] = 0,
+    cpus_per_task: Annotated[int | None, typer.Option("--cpus-per-task", help="CPUs per array task")] = None,
+    exclusive: Annotated[bool, typer.Option("--exclusive", help="a whole node per task (what a benchmark wants)")] = False,
+    container: Annotated[str, typer.Option("--container", help="none, docker, apptainer or pyxis")] = "none",
+    image: Annotated[str | None, typer.Option("--image", help="image reference (default gpuenv/<backend>:latest) or a .sif")] = None,
+    array_parallelism: Annotated[int, typer.Option("--array-parallelism", help="tasks running at once")] = 1,
+    cases_per_task: Annotated[int, typer.Option("--cases-per-task", help="cases batched into one array task")] = 1,
+    time_min: Annotated[int, typer.Option("--time-min", help="time limit per task, minutes")] = 60,
+    out: Annotated[str, typer.Option("--out", "-o", help="the shared results directory: records go to OUT/<run id>/")] = "results/dispatch",
+    attach: Annotated[str | None, typer.Option("--attach", help="pick up a dispatch by its job id (after the submitting command died)")] = None,
+    rerun: Annotated[Path | None, typer.Option("--rerun", help="a dispatch's run directory: submit only its cases with no ok record")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the tasks and the command each would run; submit nothing")] = False,
+    sweep: Annotated[str | None, typer.Option("--sweep", help="PACKAGE==V1,V2,...: every case once per version set (gpuenv sweep's environments)")] = None,
+    with_: Annotated[list[str] | None, typer.Option("--with", help="with --sweep: extra pin for every set (repeatable)")] = None,
+) -> None:
+    """Run a suite's cases as array tasks on Slurm (or submitit's local executor), then print its tables."""
+    from gpuenv import dispatch as dsp
+    from gpuenv.pins import parse_with
+    from gpuenv.report.table import footnotes, tables
+    from gpuenv.results.store import prepare_dir
+
+    if attach or rerun:
+        d, mode, plan = dsp.existing(out_dir(out), attach, rerun)
+    else:
+        options = dsp.Options(executor, partition, gpus_per_task, cpus_per_task, exclusive, container, image,
+                              array_parallelism, cases_per_task, time_min)
+        d, mode, plan = dsp.new(suite, {"backends": backend, "tasks": task, "num_envs": num_envs}, options, out_dir(out),
+                                sweep=sweep, pins=parse_with(with_ or []), dry_run=dry_run, console=console)
+    items = {item.key for item in plan.items}
+    if dry_run:
+        for t in d.tasks:
+            console.print(f"task {t.index} ({t.backend}): {markup(shlex.join(dsp.command_line(dsp.task_spec(d, t), '<facts>')))}", highlight=False)
+        console.print(f"{len(d.tasks)} task(s), {len(items)} case(s); nothing submitted (--dry-run)")
+        return
+    if rerun:
+        again = dsp.rerun_tasks(d, plan)
+        if not again:
+            console.print(f"every case of {markup(d.run_dir)} has an ok record: nothing to rerun")
+            return
+        dsp.submit(d, again)
+        console.print(f"rerun of {sum(len(t.cases) for t in again)} case(s) in {len(again)} task(s), "
+                      f"job {again[0].job_id.split('_')[0] if again[0].job_id else '-'}")
+    elif not attach:
+        prepare_dir(d.run_dir)
+        d.save()
+        dsp.submit(d, d.tasks)
+        console.print(f"[bold]gpuenv dispatch[/] suite [cyan]{markup(plan.suite)}[/]: {len(items)} cases in {len(d.tasks)} "
+                      f"task(s), {d.options.executor} job {d.job_id}, run {d.run_id}")
+    else:
+        console.print(f"attached to job {markup(attach)}: run {markup(d.run_id)}, {len(d.tasks)} task(s)")
+    try:
+        dsp.wait(d, console)
+    except KeyboardInterrupt:
+        if d.options.executor == "local":  # local tasks are this command's children: they stop with it
+            raise Interrupted(f"interrupted: the local tasks stop with this command; records so far are in {d.run_dir}; "
+                              f"`gpuenv dispatch --rerun {d.run_dir}` runs the rest") from None
+        raise Interrupted(f"detached: the tasks go on in Slurm; `gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` "
+                          "picks the job up again") from None
+    records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: print_warnings([m])) if r["case_key"] in items]
+    for label in dict.fromkeys(t.version_set for t in d.tasks):  # one set of tables per version set of a sweep
+        if label:
+            console.print(f"[bold]{markup(label)}[/]")
+        for table in tables([r for r in records if dsp.slot(r)[0] == label]):
+            console.print(table)
+    print_warnings(footnotes(records))
+    failed = [r for r in records if r["status"] != "ok"]
+    console.print(f"{len(records)} records in {markup(d.run_dir)}")
+    if failed:
+        err_console.print(f"{len(failed)} case(s) failed; their records say why; `gpuenv dispatch --rerun {markup(d.run_dir)}` reruns only those")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command()
+def sweep(
+    spec: Annotated[str, typer.Argument(help="PACKAGE==V1,V2,... e.g. brax==0.12.1,0.13.0,0.14.2")],
+    suite: Annotated[str, typer.Option("--suite", "-s")] = "quick",
+    with_: Annotated[list[str] | None, typer.Option("--with", help="extra pin for every set, e.g. 'numpy<2' (repeatable)")] = None,
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="default: the package's backend")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t")] = None,
+    out_: Annotated[str, typer.Option("--out", "-o")] = "results/sweeps",
+) -> None:
+    """Run the same suite under several versions of a library, each in its own cached environment."""
+    from gpuenv.history import sweep as sw
+    from gpuenv.pins import parse_with
+    from gpuenv.results.store import new_run_id
+    from gpuenv.suites import load_any
+
+    out = out_dir(out_)
+    package, versions = sw.parse_spec(spec)
+    pins = parse_with(with_ or [])
+    registry = default_registry()
+    owner = registry.by_library(package)
+    name = backend or (owner.name if owner else None)
+    if name is None:
+        raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
+    registry.parse(name)
+    load_any(suite, registry)  # a bad suite name fails here, before any environment is built
+    sweep_id = new_run_id()
+    bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
+    sets = [sw.version_set(package, v, pins, name.split(":")[0]) for v in versions]
+    console.print(f"[bold]gpuenv sweep[/] {package} over {', '.join(versions)} ({markup(suite)} suite, backend {name}), sweep {sweep_id}")
+    for vs in sets:
+        sw.prepare(vs)
+        how = "reused the cached environment" if vs.reused else "resolved and built the environment"
+        if vs.status != "ready":
+            console.print(sw.not_ready_line(vs), highlight=False)
+            continue
+        console.print(f"{markup(vs.label)}: {how} in {vs.setup_s:.1f} s ({markup(vs.env_dir)})", highlight=False)
+        sw.run(vs, sweep_id, bench_args, out)
+    labels = [vs.label for vs in sets]
+    series = sw.collect(sets)
+    t = Table(title=f"{package}: each case across versions (headline [95% interval]; adjacent verdicts)", title_justify="left")
+    t.add_column("case")
+    for lbl in labels:
+        t.add_column(lbl)
+    colour = {"faster": "green", "slower": "red"}
+    for key, cells in sw.table(series, labels):
+        shown = []
+        for cell in cells:
+            text = markup(cell.text) if cell.ok else (f"[red]{markup(cell.text)}[/]" if cell.text != "-" else "-")
+            if cell.verdict is not None:
+                word = f"[{colour[cell.verdict]}]{cell.verdict}[/]" if cell.verdict in colour else cell.verdict
+                text += f"\n{word} {cell.change_pct:+.0f}%"
+            shown.append(text)
+        t.add_row(key, *shown)
+    console.print(t)
+    for vs in sets:
+        if vs.status.startswith("ran"):
+            resolved = {k: vs.versions.get(k) for k in (package, "jax", "jaxlib", "numpy", "mujoco") if vs.versions.get(k)}
+            console.print(f"[dim]{markup(vs.label)}: {vs.status}; resolved {markup(resolved)}; records in {markup(vs.run_dir)}[/]", highlight=False)
+    if series:
+        try:
+            sw.plot(series, labels, out / sweep_id / "sweep.png")
+            console.print(f"plot: {markup(out / sweep_id / 'sweep.png')}")
+        except ImportError:
+            console.print("[dim]no plot: matplotlib is not installed (pip install 'gpuenv[history]')[/]")
+    bad = [vs for vs in sets if not vs.status.startswith("ran")]
+    if bad:
+        err_console.print(f"{len(bad)} version set(s) did not run: {markup(', '.join(f'{vs.label} ({vs.status})' for vs in bad))}")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command(hidden=True)
+def worker(spec: str, out: str) -> None:
+    """Internal: measure one process of one case (started by the orchestrator)."""
+    from gpuenv.run.worker import exit_now, guard
+    from gpuenv.run.worker import main as worker_main
+
+    guard()
+    exit_now(worker_main(spec, out))
