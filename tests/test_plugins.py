@@ -149,6 +149,18 @@ def test_no_module_outside_the_backends_and_the_registry_names_a_backend():
     assert not hits, "backend names outside src/gpuenv/backends and registry.py:\n" + "\n".join(hits)
 
 
+MODE_LITERAL = re.compile(r"""["'](env-step-throughput|time-to-reward)["']""")
+
+
+def test_no_module_outside_the_modes_names_a_measurement_mode():
+    """Readers ask the mode (step_rate, training_rates, headline, phase_rows ...), never its name."""
+    src = ROOT / "src" / "gpuenv"
+    hits = [f"src/gpuenv/{path.relative_to(src)}:{n}: {line.strip()}"
+            for path in sorted(src.rglob("*.py")) if path.relative_to(src).parts[0] != "modes" and path.name != "mode_table.py"
+            for n, line in enumerate(path.read_text().splitlines(), 1) if MODE_LITERAL.search(line)]
+    assert not hits, "measurement modes named outside src/gpuenv/modes and the mode table:\n" + "\n".join(hits)
+
+
 def test_read_only_commands_over_the_published_records_run_clean(tmp_path):
     published = str(ROOT / "results" / "published")
     commands = [

@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field
 
 from gpuenv.errors import UserError
+from gpuenv.modes import of
 
 BUDGET_LIMIT = 50_000_000  # the course's "budget < 50M steps: CPU is fine"
 CONFIGS_ENVPOOL = 20  # "20+ hyperparameter configs: consider EnvPool"
-NEURIPS = 1_000_000_000  # the course's GPU scale: "1B steps take about 7 hours at 40k steps/s"
 
 ROWS = {
     "course": "course tasks: Godot CPU is fine",
@@ -114,24 +114,19 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     reg = default_registry()
     best: dict[str, Option] = {}
     for r in recs:
-        if r["measurement_mode"] != "env-step-throughput":
+        step = of(r).step_rate(r)
+        if step is None:
             continue
         sel = label(r)
-        s = r["summary"]
-        rate = s["env_steps_per_s"]["median"]
-        if sel in best and best[sel].rate >= rate:
+        if sel in best and best[sel].rate >= step.median:
             continue
         b = reg.backends.get(r["case"]["backend"])
-        best[sel] = Option(sel, r["case"]["num_envs"], rate, (s["env_steps_per_s"]["ci_low"], s["env_steps_per_s"]["ci_high"]),
-                           float(s.get("startup_s_median") or 0) + float(s.get("compile_s_median") or 0),
+        best[sel] = Option(sel, step.num_envs, step.median, (step.ci_low, step.ci_high), step.fixed_s,
                            device_class(r), bool(b and b.device == "gpu"), r["case_key"])
-    for r in recs:  # time-to-reward: the rate PPO trained at, per seed, where the same backend:variant has one
-        if r["measurement_mode"] != "time-to-reward":
-            continue
+    for r in recs:  # training runs: the rate PPO trained at, per seed, where the same backend:variant has one
+        rates = of(r).training_rates(r)
         sel = label(r)
         s = r["summary"]
-        rates = sorted(x["env_steps_to_threshold"] / x["train_time_to_threshold_s"] for x in r.get("runs") or []
-                       if x.get("env_steps_to_threshold") and x.get("train_time_to_threshold_s"))
         if sel not in best or not rates:
             continue
         o = best[sel]

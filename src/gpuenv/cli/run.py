@@ -48,7 +48,7 @@ def bench(
     from gpuenv.results.schema import record_tags
     from gpuenv.results.store import checked_run_id, new_run_id, prepare_dir
     from gpuenv.run.plan import bench_plan
-    from gpuenv.run.runner import INTERRUPT, RunStopped, run_plan
+    from gpuenv.run.runner import INTERRUPT, CaseDone, Event, ProcessDone, ProcessStart, RunStopped, run_plan
 
     if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
         bad = failures(run_checks(), cpu_ok=cpu_ok())
@@ -82,16 +82,15 @@ def bench(
     ) as progress:
         bar = progress.add_task("starting", total=len(keys))
 
-        def on_event(kind: str, data: dict) -> None:
-            if kind == "process_start":
-                what = mode.process_word
-                progress.update(bar, description=f"{keys[data['index']]} \\[{what} {data['process'] + 1}/{data['of']}]")
-            elif kind == "process_done" and data["outcome"].failure and not mode.stop_after_failure:
-                o = data["outcome"]
-                progress.console.print(f"  {mode.process_word} {o.index}: [red]failed[/] {markup(o.failure['reason'])}", highlight=False)
-            elif kind == "case_done":
-                records.append(data["record"])
-                r = data["record"]
+        def on_event(e: Event) -> None:
+            if isinstance(e, ProcessStart):
+                progress.update(bar, description=f"{keys[e.index]} \\[{mode.process_word} {e.process + 1}/{e.of}]")
+            elif isinstance(e, ProcessDone) and e.outcome.failure is not None and not mode.stop_after_failure:
+                why = e.outcome.failure["reason"]
+                progress.console.print(f"  {mode.process_word} {e.outcome.index}: [red]failed[/] {markup(why)}", highlight=False)
+            elif isinstance(e, CaseDone):
+                records.append(e.record)
+                r = e.record
                 head = f"[{len(records)}/{len(keys)}] {r['case_key']}"
                 if r["status"] != "ok":
                     progress.console.print(f"{head}: [red]{r['status']}[/] ({r['failure']['kind']}) {markup(r['failure']['reason'])}")

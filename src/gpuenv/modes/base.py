@@ -75,6 +75,18 @@ class Headline:
 
 
 @dataclass(frozen=True)
+class StepRate:
+    """What a record says of stepping alone (random actions): the rate with its interval at a
+    num_envs, and the fixed cost paid before it (startup and compile)."""
+
+    median: float
+    ci_low: float
+    ci_high: float
+    num_envs: int
+    fixed_s: float  # startup + compile, seconds
+
+
+@dataclass(frozen=True)
 class Metric:
     """A lower-is-better quantity every worker of a case measures beside the headline."""
 
@@ -167,6 +179,25 @@ class Mode:
     def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
         """NEW/OLD of the headline value with a 95% interval."""
         raise NotImplementedError
+
+    def step_rate(self, record: dict) -> StepRate | None:
+        """The stepping rate an ok record measured, or None where the mode measures something else
+        (claims, decide and the site's scaling figures ask this, never the mode's name)."""
+        return None
+
+    def training_rates(self, record: dict) -> list[float]:
+        """Env steps/s each training run of an ok record reached (per seed); [] where the mode trains nothing."""
+        return []
+
+    def phase_rows(self, record: dict) -> list[list[str]]:
+        """[phase, env steps/s, ratio to the case's own rate, what ran or why not] per phase measured
+        apart, for a case's page; [] where the mode measures no phases."""
+        return []
+
+    def reproduce_args(self, record: dict) -> list[str]:
+        """The `gpuenv bench` filters that run this record's case again (after --suite)."""
+        c = record["case"]
+        return ["--backend", f"{c['backend']}:{c['variant']}", "--task", c["task"]]
 
     def progress_line(self, record: dict) -> str:
         h = self.headline(record)

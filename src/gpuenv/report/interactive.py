@@ -17,6 +17,7 @@ from typing import Any
 
 from gpuenv.claims import machine_label
 from gpuenv.format import attr, fmt_rate, host_memory, html_table, label, slug
+from gpuenv.modes import of
 
 PLOTLY_JS = "plotly.min.js"
 NAV = (("index.html", "results"), ("claims.html", "claims"), ("decision.html", "decision"))
@@ -83,10 +84,7 @@ def record_href(r: dict) -> str:
 def reproduce(r: dict) -> list[str]:
     """The exact commands that reproduce a record: the same suite narrowed to this case, here or in
     the image it ran in."""
-    c = r["case"]
-    args = ["bench", "--suite", str(r.get("suite") or "quick"), "--backend", label(r), "--task", c["task"]]
-    if r["measurement_mode"] == "env-step-throughput":
-        args += ["--num-envs", str(c["num_envs"])]
+    args = ["bench", "--suite", str(r.get("suite") or "quick"), *of(r).reproduce_args(r)]
     out = [shlex.join(["gpuenv", *args])]
     container = r["where"]["machine"].get("container")
     if container and container.get("image"):
@@ -104,9 +102,6 @@ def _kv(rows: list[tuple[str, Any]]) -> str:
 
 
 def case_page(r: dict, root: Path, css: str) -> None:
-    from gpuenv.modes import of
-    from gpuenv.modes.throughput.report import phase_why, phase_word
-
     path = root / case_href(r)
     path.parent.mkdir(parents=True, exist_ok=True)
     rec_path = root / record_href(r)
@@ -135,11 +130,7 @@ def case_page(r: dict, root: Path, css: str) -> None:
         ("environment", env.get("path") or "main install"),
     ]
     packages = sorted((r["where"].get("packages") or {}).items())
-    phases = (s.get("phases") or {}) if s else {}
-    phase_rows = [[name, fmt_rate(p["env_steps_per_s"]["median"]) if p.get("env_steps_per_s") else phase_word(p),
-                   f"{p['vs_step_reset']['median']:.2f} ({p['vs_step_reset']['ci_low']:.2f}-{p['vs_step_reset']['ci_high']:.2f})"
-                   if p.get("vs_step_reset") else "-", p.get("how") or phase_why(p) or ""]
-                  for name, p in phases.items()]
+    phase_rows = of(r).phase_rows(r)
     details = sorted(((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in (r["what"].get("details") or {}).items()))
     body = (nav(prefix) + f"<h1>{attr(r['case_key'])}</h1>"
             f"<p class='note'><a href='{prefix}{record_href(r)}'>the record (JSON)</a></p>"
@@ -177,7 +168,7 @@ def throughput_figures(records: list[dict], prefix: str) -> list[str]:
 
     by_task: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        if r["status"] == "ok" and r["measurement_mode"] == "env-step-throughput":
+        if of(r).step_rate(r) is not None:
             by_task[r["case"]["task"]][label(r)].append(r)
     out = []
     for task in sorted(by_task, key=task_rank):
@@ -300,8 +291,7 @@ def decision_page(records: list[dict], root: Path, css: str) -> Path:
     from gpuenv.errors import UserError
     from gpuenv.tasks import task_rank
 
-    tasks = sorted({r["case"]["task"] for r in records if r["status"] == "ok" and r["measurement_mode"] == "env-step-throughput"},
-                   key=task_rank)
+    tasks = sorted({r["case"]["task"] for r in records if of(r).step_rate(r) is not None}, key=task_rank)
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
              "almost surely GPU), answered from the records of one machine per task: wall-clock to the budget per backend, "

@@ -238,7 +238,33 @@ def clean_scratch() -> list[Path]:
     return removed
 
 
-Event = Callable[[str, dict], None]
+@dataclass(frozen=True)
+class CaseStart:
+    index: int  # the item's place in the plan
+    item: Any
+
+
+@dataclass(frozen=True)
+class ProcessStart:
+    index: int
+    process: int
+    of: int  # processes the case runs
+
+
+@dataclass(frozen=True)
+class ProcessDone:
+    index: int
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class CaseDone:
+    index: int
+    record: dict  # as read back from its file
+    path: Path
+
+
+Event = CaseStart | ProcessStart | ProcessDone | CaseDone
 
 
 class RunStopped(UserError):
@@ -269,7 +295,7 @@ def _where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> 
     }
 
 
-def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Event = lambda kind, data: None) -> list[tuple[dict, Path]]:
+def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Callable[[Event], None] = lambda event: None) -> list[tuple[dict, Path]]:
     """Run every item of a plan; returns (record, path) for each written record. Re-raises
     KeyboardInterrupt after writing the interrupted case's record."""
     registry = default_registry()
@@ -279,7 +305,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
     env_where: dict[str, dict] = {}
     written: list[tuple[dict, Path]] = []
     for i, item in enumerate(plan.items):
-        on_event("case_start", {"index": i, "item": item})
+        on_event(CaseStart(i, item))
         outcomes: list[Outcome] = []
         interrupted = False
         # How fast the machine is now, just before this case's workers start (none is running).
@@ -298,10 +324,10 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
                 else:
                     where = _where(here, how, Path(tmp), env_where)
                     for p in range(item.processes):
-                        on_event("process_start", {"index": i, "process": p, "of": item.processes})
+                        on_event(ProcessStart(i, p, item.processes))
                         o = run_process(mode.process_spec(item, p, out_dir), p, item.timeout_s, Path(tmp), how)
                         outcomes.append(o)
-                        on_event("process_done", {"index": i, "outcome": o})
+                        on_event(ProcessDone(i, o))
                         if o.failure and mode.stop_after_failure:
                             break  # a case that fails once is recorded failed; do not burn more time on it
             except KeyboardInterrupt:
@@ -327,7 +353,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ev
             raise RunStopped(str(e), written, [it.key for it in plan.items[i:]]) from None
         record = schema.load(path)
         written.append((record, path))
-        on_event("case_done", {"index": i, "record": record, "path": path})
+        on_event(CaseDone(i, record, path))
         if interrupted:
             raise KeyboardInterrupt
     return written

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from gpuenv.backends._gym_tasks import CLASSIC_AND_MUJOCO_V5, pong
 from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv
-
-_MUJOCO = "Gymnasium v5 MJCF"
 
 BACKEND = Backend(
     name="envpool",
@@ -24,15 +23,8 @@ BACKEND = Backend(
     packages=("envpool",),
     library="envpool",
     tasks={
-        "cartpole": NativeTask("CartPole-v1", 0.02, 1, 0.02, 500, (4,), "discrete", 2, max_return=500.0),
-        "inverted_pendulum": NativeTask(
-            "InvertedPendulum-v5", 0.04, 2, 0.02, 1000, (4,), "box", 1, _MUJOCO, max_return=1000.0
-        ),
-        "hopper": NativeTask("Hopper-v5", 0.008, 4, 0.002, 1000, (11,), "box", 3, _MUJOCO),
-        "halfcheetah": NativeTask("HalfCheetah-v5", 0.05, 5, 0.01, 1000, (17,), "box", 6, _MUJOCO),
-        "ant": NativeTask("Ant-v5", 0.05, 5, 0.01, 1000, (105,), "box", 8, _MUJOCO + ", contact forces in obs"),
-        "humanoid": NativeTask("Humanoid-v5", 0.015, 5, 0.003, 1000, (348,), "box", 17, _MUJOCO),
-        "pong": NativeTask("Pong-v5", None, 4, None, 27000, (4, 84, 84), "discrete", 6),
+        **CLASSIC_AND_MUJOCO_V5,
+        "pong": pong("Pong-v5"),
         "cheetah_run": NativeTask("CheetahRun-v1", 0.01, 1, 0.01, 1000, (17,), "box", 6, "dm_control suite"),
         "cartpole_balance": NativeTask("CartpoleBalance-v1", 0.01, 1, 0.01, 1000, (5,), "box", 1, "dm_control suite"),
     },

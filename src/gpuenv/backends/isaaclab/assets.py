@@ -31,7 +31,6 @@ SOURCE = "substitute assets from the newton wheel"
 CARTPOLE = "Isaac/IsaacLab/Robots/Classic/Cartpole/cartpole.usd"
 ANT = "Isaac/Robots/IsaacSim/Ant/ant_instanceable.usd"
 GROUND = "Isaac/IsaacLab/Environments/Grid/default_ground_plane_checker_v1/default_ground_plane.usda"
-SUBSTITUTED = {"cartpole": CARTPOLE, "ant": ANT}  # gpuenv task -> the asset it needs
 
 GROUND_PLANE_USDA = """#usda 1.0
 (

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuenv.modes.base import Headline, Mode, Plan
+from gpuenv.modes.base import Headline, Mode, Plan, StepRate
 
 
 class Throughput(Mode):
@@ -52,6 +52,22 @@ class Throughput(Mode):
         from gpuenv.modes.throughput.build import build_record
 
         return build_record(item, outcomes, ctx)
+
+    def step_rate(self, record: dict) -> StepRate | None:
+        if record["status"] != "ok":
+            return None
+        s = record["summary"]
+        e = s["env_steps_per_s"]
+        return StepRate(e["median"], e["ci_low"], e["ci_high"], record["case"]["num_envs"],
+                        float(s.get("startup_s_median") or 0) + float(s.get("compile_s_median") or 0))
+
+    def phase_rows(self, record: dict) -> list[list[str]]:
+        from gpuenv.modes.throughput.report import case_phase_rows
+
+        return case_phase_rows(record)
+
+    def reproduce_args(self, record: dict) -> list[str]:
+        return [*super().reproduce_args(record), "--num-envs", str(record["case"]["num_envs"])]
 
     def headline(self, record: dict) -> Headline:
         s = record["summary"]["env_steps_per_s"]

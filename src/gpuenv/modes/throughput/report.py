@@ -130,6 +130,15 @@ def phase_why(p: dict) -> str | None:
     return p.get("absent") or p.get("failed")
 
 
+def case_phase_rows(r: dict) -> list[list[str]]:
+    """A case page's phase table: phase, rate (or why none), ratio to step+reset, what ran."""
+    phases = ((r.get("summary") or {}).get("phases") or {}) if r["status"] == "ok" else {}
+    return [[name, fmt_rate(p["env_steps_per_s"]["median"]) if p.get("env_steps_per_s") else phase_word(p),
+             f"{p['vs_step_reset']['median']:.2f} ({p['vs_step_reset']['ci_low']:.2f}-{p['vs_step_reset']['ci_high']:.2f})"
+             if p.get("vs_step_reset") else "-", p.get("how") or phase_why(p) or ""]
+            for name, p in phases.items()]
+
+
 def phase_tables(records: list[dict]) -> list[Table]:
     """Per task: the rate lost between stepping alone and training (gpuenv.modes.throughput.phases)."""
     from gpuenv.modes.throughput.phases import HEADERS, LEGEND, PHASES

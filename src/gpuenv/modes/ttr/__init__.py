@@ -48,6 +48,12 @@ class TimeToReward(Mode):
 
         return build_record(item, outcomes, ctx)
 
+    def training_rates(self, record: dict) -> list[float]:
+        if record["status"] != "ok":
+            return []
+        return sorted(x["env_steps_to_threshold"] / x["train_time_to_threshold_s"] for x in record.get("runs") or []
+                      if x.get("env_steps_to_threshold") and x.get("train_time_to_threshold_s"))
+
     def headline(self, record: dict) -> Headline:
         t = record["summary"]["time_to_threshold_s"]
         return Headline(t["iqm"], t["ci_low"], t["ci_high"], "s to reward", higher_is_better=False)

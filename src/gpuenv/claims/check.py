@@ -1,179 +1,16 @@
-"""Published speed claims (claims/register.toml) checked against measured records.
-
-Each claim states who claims what, the number and unit as stated, the hardware and protocol as
-stated, and its source; its `check` table says what gpuenv measures for it:
-
-- kind "rate": a backend's throughput on a task (closest num_envs), converted to the claim's unit
-  (env steps/s, frames/s = env steps x the claim's frame_skip, physics steps/s);
-- kind "ratio": one backend's rate over another's on the same task and num_envs (EnvPool "10x");
-- kind "phase": the cost of a phase, the case's own rate over its rate through that phase
-  (SB3's VecEnv wrapping "2-10x");
-- kind "arithmetic": a derived statement (steps / rate = time), checked by arithmetic.
-
-For each claim the check names the closest measured record, its value with its 95% interval and
-machine, the ratio claimed / measured, and why they differ where that is known: the claim's own notes
-(protocol) and what the records show (hardware class, num_envs, unit). Where a claim names a
-protocol run (`protocol_backend`: gpuenv running the claim's own protocol, e.g. EnvPool's benchmark
-settings), the check shows both, so protocol and hardware are told apart. A claim with no comparable
-record says which run would check it.
-"""
+"""Each claim beside its closest measured record: the value in the claim's unit with its interval, the
+ratio claimed / measured, why they differ, or the run that would check it."""
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuenv import inputs
-from gpuenv.errors import UserError
-from gpuenv.format import duration, fmt_rate
-from gpuenv.results.schema import quote as schema_quote
-
-ROOT = Path(__file__).resolve().parents[2]
-REGISTER = ROOT / "claims" / "register.toml"
-UNITS = ("env steps/s", "frames/s", "physics steps/s", "x", "s")
-KINDS = ("rate", "ratio", "phase", "arithmetic")
-HARDWARE = ("cpu", "gpu", "tpu", "unstated")
-
-_CLAIM_KEYS = {"id", "who", "stated", "value", "value_low", "value_high", "unit", "hardware", "hardware_class", "protocol",
-               "source", "notes", "check"}
-_CHECK_KEYS = {"kind", "backend", "task", "num_envs", "frame_skip", "numerator", "denominator", "phase", "protocol_backend",
-               "steps", "rate"}
-
-
-@dataclass(frozen=True)
-class Check:
-    kind: str
-    backend: str = ""  # backend or backend:variant (rate, phase)
-    task: str = ""
-    num_envs: int | None = None  # None: the largest measured
-    frame_skip: int = 1  # frames per agent step as the claim counts them (frames/s)
-    numerator: str = ""  # ratio
-    denominator: str = ""
-    phase: str = ""  # phase: vecenv, inference, update
-    protocol_backend: str = ""  # gpuenv running the claim's own protocol (backend:variant)
-    steps: float = 0.0  # arithmetic: steps at `rate` take the claim's value in seconds
-    rate: float = 0.0
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    who: str
-    stated: str  # the claim as written ("about 10x", "1.1M FPS")
-    unit: str
-    hardware: str
-    hardware_class: str
-    protocol: str
-    source: str
-    check: Check
-    value: float | None = None
-    value_low: float | None = None
-    value_high: float | None = None
-    notes: tuple[str, ...] = ()
-
-    @property
-    def central(self) -> float:
-        if self.value is not None:
-            return self.value
-        assert self.value_low is not None and self.value_high is not None
-        return math.sqrt(self.value_low * self.value_high)  # a range's geometric middle
-
-    def stated_range(self) -> tuple[float, float]:
-        if self.value is not None:
-            return self.value, self.value
-        assert self.value_low is not None and self.value_high is not None
-        return self.value_low, self.value_high
-
-
-def register_path() -> Path:
-    return Path(os.environ.get("GPUENV_CLAIMS", REGISTER))
-
-
-def load_register(path: Path | None = None) -> list[Claim]:
-    """The claims of a register file; UserError naming the file, claim and key on any mistake."""
-    path = path or register_path()
-    where = str(path)
-    data = inputs.read_toml(path, f"claims register {where} (GPUENV_CLAIMS names another)")
-    unknown = set(data) - {"claim"}
-    if unknown:
-        raise UserError(f"claims register {where}: unknown top-level key {sorted(unknown)[0]!r} (only [[claim]] tables)")
-    claims = data.get("claim", [])
-    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
-        raise UserError(f"claims register {where}: 'claim' must be [[claim]] tables, one per claim")
-    out, seen = [], set()
-    for i, c in enumerate(claims):
-        cid = c["id"] if isinstance(c.get("id"), str) and c["id"] else f"#{i + 1}"
-        what = f"claims register {where}, claim {cid}"
-        bad = set(c) - _CLAIM_KEYS
-        if bad:
-            raise UserError(f"{what}: unknown key {sorted(bad)[0]!r} (keys: {', '.join(sorted(_CLAIM_KEYS))})")
-        for k, v in c.items():  # text first: an id or a unit that is a list would break what follows
-            if k in _TEXT and not isinstance(v, str):
-                raise UserError(f"{what}: {k} must be text (got {schema_quote(v)})")
-        for k in ("id", "who", "stated", "unit", "hardware", "hardware_class", "protocol", "source", "check"):
-            if k not in c:
-                raise UserError(f"{what}: missing {k!r}")
-        if not isinstance(c["check"], dict):
-            raise UserError(f"{what}: check must be a table (check = {{ kind = ... }})")
-        if cid in seen:
-            raise UserError(f"{what}: the id is used twice")
-        seen.add(cid)
-        if c["unit"] not in UNITS:
-            raise UserError(f"{what}: unit {c['unit']!r} is not one of {', '.join(UNITS)}")
-        if c["hardware_class"] not in HARDWARE:
-            raise UserError(f"{what}: hardware_class {c['hardware_class']!r} is not one of {', '.join(HARDWARE)}")
-        if ("value" in c) == ("value_low" in c or "value_high" in c) or ("value_low" in c) != ("value_high" in c):
-            raise UserError(f"{what}: give either value or both value_low and value_high")
-        chk = c["check"]
-        bad = set(chk) - _CHECK_KEYS
-        if bad:
-            raise UserError(f"{what}: unknown check key {sorted(bad)[0]!r} (keys: {', '.join(sorted(_CHECK_KEYS))})")
-        if chk.get("kind") not in KINDS:
-            raise UserError(f"{what}: check.kind must be one of {', '.join(KINDS)}")
-        _check_values(what, c, chk)
-        out.append(Claim(
-            id=cid, who=c["who"], stated=c["stated"], unit=c["unit"], hardware=c["hardware"], hardware_class=c["hardware_class"],
-            protocol=c["protocol"], source=c["source"], check=Check(**chk), value=c.get("value"),
-            value_low=c.get("value_low"), value_high=c.get("value_high"), notes=tuple(c.get("notes", ())),
-        ))
-    return out
-
-
-_NEEDS = {"rate": ("backend", "task"), "ratio": ("numerator", "denominator", "task"), "phase": ("backend", "task", "phase"),
-          "arithmetic": ("steps", "rate")}
-_TEXT = {"id", "who", "stated", "unit", "hardware", "hardware_class", "protocol", "source", "backend", "task", "numerator",
-         "denominator", "phase", "protocol_backend"}
-
-
-def _check_values(what: str, c: dict, chk: dict) -> None:
-    """Types and ranges: numbers positive (and finite), text as text, what each kind needs present."""
-    for table, keys in ((c, ("value", "value_low", "value_high")), (chk, ("steps", "rate", "num_envs", "frame_skip"))):
-        for k in keys:
-            if k in table:
-                v = table[k]
-                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
-                    raise UserError(f"{what}: {k} must be a positive number (got {v!r})")
-    for k in ("num_envs", "frame_skip"):
-        if k in chk and not isinstance(chk[k], int):
-            raise UserError(f"{what}: check.{k} must be a whole number (got {chk[k]!r})")
-    for table in (c, chk):
-        for k, v in table.items():
-            if k in _TEXT and not isinstance(v, str):
-                raise UserError(f"{what}: {k} must be text (got {v!r})")
-    if "notes" in c and not (isinstance(c["notes"], list) and all(isinstance(n, str) for n in c["notes"])):
-        raise UserError(f"{what}: notes must be a list of text")
-    if "value_low" in c and c["value_low"] > c["value_high"]:
-        raise UserError(f"{what}: value_low is above value_high")
-    missing = [k for k in _NEEDS[chk["kind"]] if not chk.get(k)]
-    if missing:
-        article = "an" if chk["kind"][0] in "aeiou" else "a"
-        raise UserError(f"{what}: {article} {chk['kind']} check needs {', '.join('check.' + k for k in missing)}")
-
-
-# --- matching records ------------------------------------------------------------------------------
+from gpuenv.claims.register import Claim, load_register
+from gpuenv.format import duration
+from gpuenv.modes import of
 
 
 @dataclass
@@ -233,7 +70,7 @@ def _split(selector: str) -> tuple[str, str | None]:
 def candidates(records: list[tuple[dict, str]], selector: str, task: str) -> list[tuple[dict, str]]:
     backend, variant = _split(selector)
     return [(r, p) for r, p in records
-            if r.get("status") == "ok" and r.get("measurement_mode") == "env-step-throughput" and r["case"]["backend"] == backend
+            if r.get("status") == "ok" and of(r).step_rate(r) is not None and r["case"]["backend"] == backend
             and (variant is None or r["case"]["variant"] == variant) and r["case"]["task"] == task]
 
 
@@ -400,48 +237,3 @@ def record_path(r: dict) -> str:
 def check_all(records: list[dict], path: Path | None = None) -> list[Result]:
     pairs = [(r, record_path(r)) for r in records]
     return [check_claim(c, pairs) for c in load_register(path)]
-
-
-def fmt(x: float, unit: str) -> str:
-    if unit == "x":
-        return f"{x:.2g}x" if x < 10 else f"{x:.0f}x"
-    if unit == "s":
-        return duration(x)
-    return fmt_rate(x)  # rates as every table of gpuenv writes them
-
-
-def with_unit(x: float, unit: str) -> str:
-    return fmt(x, unit) if unit in ("x", "s") else f"{fmt(x, unit)} {unit}"
-
-
-def measured_line(c: Claim, m: Measured, label: str = "measured") -> str:
-    return (f"{label}: {with_unit(m.value, c.unit)} ({fmt(m.ci_low, c.unit)}-{fmt(m.ci_high, c.unit)}, 95% interval), "
-            f"{m.case_key} [{m.path}], on {machine_label(m.record)}")
-
-
-def text_report(results: list[Result], register: Path) -> list[str]:
-    """The terminal form: one block per claim."""
-    measured = sum(r.status == "measured" for r in results)
-    out = [f"{len(results)} claims from {register} ({measured} with a measured counterpart; claimed / measured is the gap)", ""]
-    for r in results:
-        c = r.claim
-        out.append(f"{c.id}: {c.who}: \"{c.stated}\" (claimed {with_unit(c.central, c.unit)}; {c.hardware}; {c.protocol})")
-        out.append(f"  source: {c.source}")
-        if r.status == "arithmetic":
-            out.append(f"  check: {r.detail}")
-        elif r.measured is not None:
-            out.append("  " + measured_line(c, r.measured))
-            if r.detail:
-                out.append(f"  from: {r.detail}")
-            if r.protocol_run is not None:
-                out.append("  " + measured_line(c, r.protocol_run, "with the claim's own protocol"))
-            assert r.ratio is not None
-            out.append(f"  claimed / measured: {r.ratio:.3g}")
-        else:
-            out.append("  measured: nothing comparable yet")
-        for d in r.differences:
-            out.append(f"  why they differ: {d}")
-        if r.to_check:
-            out.append(f"  {'to check it' if r.status == 'not measured' else 'to check it on its hardware'}: {r.to_check}")
-        out.append("")
-    return out

@@ -1,0 +1,144 @@
+"""Building images with plain `docker build` in dependency order, BuildKit on."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuenv.images.base import base_image
+from gpuenv.images.catalogue import (
+    BASE_TAG,
+    BUILD_WHEELS,
+    LOCAL_WHEELS,
+    ROOT,
+    base_of,
+    get_image,
+    image_labels,
+    images,
+    pinned_base,
+    python_base_of,
+    python_bases,
+)
+from gpuenv.images.engine import build_client, docker_status, image_size
+from gpuenv.images.locks import version_lock, write_locks
+
+
+def _stage_wheels() -> bool:
+    """Copy the host's local wheels into the build context; True if there were any (then pip needs no
+    extra index: PyTorch's is unreachable from some machines and pip retries it for minutes)."""
+    BUILD_WHEELS.mkdir(exist_ok=True)
+    found = sorted(LOCAL_WHEELS.glob("*.whl")) if LOCAL_WHEELS.is_dir() else []
+    for w in found:
+        target = BUILD_WHEELS / w.name
+        if not target.exists():
+            shutil.copy2(w, target)
+    return bool(found)
+
+
+def _ca_bundle() -> str | None:
+    for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        path = os.environ.get(var)
+        if path and Path(path).is_file():
+            return path
+    return None
+
+
+def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: list[str] | None = None) -> list[tuple[str, list[str]]]:
+    """(image, docker build argv) in dependency order: gpuenv/base first where a named image needs it.
+    bases: {pinned python base: the reference to build on} (the pinned one itself, or a local stand-in)."""
+    from gpuenv import __version__
+    from gpuenv.measure.system import git_sha
+
+    wanted = [get_image(n) for n in names] if names else list(images().values())
+    local_wheels = _stage_wheels()
+    ca = _ca_bundle()
+    common = ["--network", "host"] + (["--secret", f"id=pipcert,src={ca}"] if ca else [])
+    git = git_sha(ROOT)
+    sha = str(git["sha"] or "unknown")
+    dirty = "" if git["dirty"] is None else ("1" if git["dirty"] else "0")  # records say so: a sha alone would not
+    out: list[tuple[str, list[str]]] = []
+    if any(img.base_target for img in wanted):
+        base = bases.get(pinned_base(), pinned_base())
+        out.append(("base", [docker, "build", "-f", "docker/base.Dockerfile", "-t", BASE_TAG, "--build-arg", f"PYTHON_BASE={base}", *common, "."]))
+    for img in wanted:
+        args = {"GIT_SHA": sha, "GIT_DIRTY": dirty, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
+                "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""}
+        tags = [f"{img.tag}:latest"]
+        pinned = python_base_of(img)
+        base = bases.get(pinned, pinned) if pinned else base_of(ROOT / img.dockerfile)
+        if img.base_target:
+            args["BASE"] = BASE_TAG
+        elif pinned:  # its own python base (another Python version): the pinned one or its stand-in
+            args["PYTHON_BASE"] = base
+        if local_wheels or not img.torch_cpu:  # a CUDA torch comes from PyPI with its nvidia-* wheels
+            args["TORCH_INDEX"] = ""
+        if pins:
+            args["LOCK"] = str(version_lock(img, pins).relative_to(ROOT))
+            args["VERSION_SET"] = ",".join(pins)
+            tags = [f"{img.tag}:{'+'.join(p.replace('==', '-') for p in pins)}"]
+        cmd = [docker, "build", "-f", img.dockerfile]
+        for t in tags:
+            cmd += ["-t", t]
+        for k, v in args.items():
+            cmd += ["--build-arg", f"{k}={v}"]
+        for k, v in image_labels(img).items():
+            cmd += ["--label", f"{k}={v}"]
+        cmd += ["--label", f"org.gpuenv.base-image={base}", "--label", f"org.gpuenv.git-sha={sha}"]
+        out.append((img.name, [*cmd, *common, "."]))
+    return out
+
+
+@dataclass(frozen=True)
+class Built:
+    name: str
+    returncode: int
+    seconds: float
+    size_bytes: int | None
+
+
+def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str], None]) -> list[Built]:
+    """`gpuenv images build`: plain `docker build` in dependency order, BuildKit on; the base from the
+    pinned reference, or a local debootstrap one where it cannot be pulled. `say(line)` reports each
+    step (plain text: the caller escapes it). With dry_run, says the commands and builds nothing.
+    UserError when an image does not build (its docker output went to the terminal)."""
+    import shlex
+    import time
+
+    from gpuenv.errors import UserError
+    from gpuenv.pins import exact_pin
+
+    for n in names:
+        get_image(n)
+    pins = ["==".join(exact_pin(p, f"--pin {p!r}")) for p in pins]
+    if pins:
+        if len(names) != 1:
+            raise UserError("--pin builds one image: name it, e.g. `gpuenv images build brax --pin brax==0.13.0`")
+        (lock,) = write_locks(names, pins)
+        say(f"wrote {lock}")
+    if dry_run:
+        for _, cmd in build_commands(names, "docker", {}, pins):
+            say(shlex.join(cmd))
+        return []
+    why = docker_status(gpu=False)
+    if why:
+        raise UserError(f"cannot build images here: {why}")
+    docker = build_client()
+    bases = {}
+    for pinned, python in python_bases(names).items():
+        bases[pinned], source = base_image(docker, pinned, python)
+        say(f"base image: {bases[pinned]} ({source})")
+    env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+    out: list[Built] = []
+    for name, cmd in build_commands(names, docker, bases, pins):
+        say(f"building {name}: {shlex.join(cmd)}")
+        t0 = time.perf_counter()
+        rc = subprocess.call(cmd, cwd=ROOT, env=env)
+        ref = cmd[cmd.index("-t") + 1]
+        out.append(Built(name, rc, time.perf_counter() - t0, image_size(docker, ref) if rc == 0 else None))
+        if rc != 0:
+            break  # later images build on this one, or would fail the same way
+    return out
