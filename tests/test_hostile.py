@@ -217,15 +217,20 @@ def test_a_case_rerun_into_the_same_run_gets_its_own_page(tmp_path):
 
 
 def test_matplotlib_never_parses_mathtext_from_data(tmp_path):
-    from gpuenv.escape import pyplot
+    import matplotlib
+
+    from gpuenv.escape import mathtext, pyplot
 
     plt = pyplot()
+    assert matplotlib.rcParams["text.parse_math"]  # matplotlib's own log-axis ticks are mathtext: they must stay so
     fig, ax = plt.subplots()
-    ax.set_title("envpool $\\foo$ [/]")
-    ax.plot([0, 1], [0, 1], label="$\\frac{a}{$")
+    ax.set_title(mathtext("envpool $\\foo$ [/]"))
+    ax.plot([1, 10], [1, 10], label=mathtext("$\\frac{a}{$"))
+    ax.set_yscale("log")
     ax.legend()
-    fig.savefig(tmp_path / "x.png")  # mathtext would raise ParseFatalException here
+    fig.savefig(tmp_path / "x.png")  # unescaped, "$\\frac{a}{$" raises ParseFatalException here
     plt.close(fig)
+    assert mathtext("a $x$ b") == "a \\$x\\$ b"
 
 
 def test_terminal_text_shows_every_control_character():

@@ -8,8 +8,10 @@ Each output has one function here, and every reader passes outside text through 
                shown as visible escapes (\\x1b), never sent raw; one line unless multiline=True
   markup(s)    terminal(s), then rich markup escaped ("[/]" is printed, not parsed)
   html(s)      HTML-escaped, quotes included (for element text and attribute values)
-  pyplot()     matplotlib's pyplot (Agg) with mathtext parsing off for every text it draws, so a
-               "$\\foo$" in a version or a name is drawn as typed, never parsed (and never fatal)
+  mathtext(s)  terminal(s) with "$" escaped, for a matplotlib label, title or tick: a "$\\foo$" in a
+               version or a name is drawn as typed, never parsed as math (and never fatal). Only
+               text from data: matplotlib's own log-axis ticks are mathtext and must stay so.
+  pyplot()     matplotlib's pyplot, drawing to files (Agg)
 
 A leaf module: it imports nothing of gpuenv.
 """
@@ -53,12 +55,16 @@ def html(value: Any) -> str:
     return _html.escape(terminal(value, multiline=True), quote=True)
 
 
+def mathtext(value: Any) -> str:
+    """`value` for a matplotlib label, title or tick label: "$" escaped, so no mathtext is parsed from data."""
+    return terminal(value).replace("$", r"\$")
+
+
 def pyplot() -> Any:
-    """matplotlib.pyplot for files (Agg), drawing every string as typed: no mathtext from data."""
+    """matplotlib.pyplot for files (Agg)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt

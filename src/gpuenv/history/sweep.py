@@ -159,7 +159,7 @@ def collect(sets: list[VersionSet]) -> dict[str, list[tuple[str, dict]]]:
 
 
 def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Path) -> None:
-    from gpuenv.escape import pyplot
+    from gpuenv.escape import mathtext, pyplot
 
     plt = pyplot()
 
@@ -173,8 +173,8 @@ def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Pat
         hs = [of(r).headline(r) for _, r in pts]
         units |= {h.unit for h in hs}
         ax.errorbar(xs, [h.value for h in hs], yerr=[[h.value - h.ci_low for h in hs], [h.ci_high - h.value for h in hs]],
-                    marker="o", capsize=3, label=key)
-    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+                    marker="o", capsize=3, label=mathtext(key))
+    ax.set_xticks(range(len(labels)), [mathtext(x) for x in labels], rotation=20, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel(f"{', '.join(sorted(units))} (95% interval)")
     ax.grid(True, alpha=0.3)

@@ -12,7 +12,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuenv.escape import pyplot
+from gpuenv.escape import mathtext, pyplot
 from gpuenv.format import attr, colour, label
 from gpuenv.measure.fingerprint import drift, machines
 from gpuenv.modes import all_modes, of
@@ -64,11 +64,11 @@ def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, p
         for key, pts in sorted(group.items()):
             at = sorted({xs.index(x) for x, _, _ in pts})
             ys = [[v for x, v, _ in pts if xs.index(x) == i] for i in at]
-            ax.plot(at, [sum(y) / len(y) for y in ys], marker="o", label=key, color=colour(key))
-        ax.set_xticks(range(len(xs)), xs, rotation=20, ha="right", fontsize=8)
+            ax.plot(at, [sum(y) / len(y) for y in ys], marker="o", label=mathtext(key), color=colour(key))
+        ax.set_xticks(range(len(xs)), [mathtext(x) for x in xs], rotation=20, ha="right", fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("headline (median / IQM)")
-        ax.set_title(f"{title}: {panel}" if by_version else title)
+        ax.set_title(mathtext(f"{title}: {panel}") if by_version else title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()

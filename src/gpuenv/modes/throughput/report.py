@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gpuenv.escape import markup, pyplot
+from gpuenv.escape import markup, mathtext, pyplot
 from gpuenv.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, slug
 from gpuenv.measure import stats
 from gpuenv.registry import default_registry
@@ -265,13 +265,13 @@ def scaling_plot(task: str, recs: list[dict], path: Path) -> None:
         rs.sort(key=lambda r: r["case"]["num_envs"])
         x = [r["case"]["num_envs"] for r in rs]
         s = [r["summary"]["env_steps_per_s"] for r in rs]
-        ax.plot(x, [v["median"] for v in s], marker="o", label=name, color=colour(name))
+        ax.plot(x, [v["median"] for v in s], marker="o", label=mathtext(name), color=colour(name))
         ax.fill_between(x, [v["ci_low"] for v in s], [v["ci_high"] for v in s], alpha=0.2, color=colour(name))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("num_envs")
     ax.set_ylabel("env steps/s (median, 95% band)")
-    ax.set_title(f"{task}: throughput scaling")
+    ax.set_title(mathtext(f"{task}: throughput scaling"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -292,7 +292,7 @@ def comparison_plot(recs: list[dict], num_envs: int, path: Path) -> bool:
         [r["summary"]["env_steps_per_s"]["ci_high"] - m for m, r in zip(med, rows)],
     ]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.5))
-    ax.barh(names, med, xerr=err, color="tab:blue", alpha=0.8)
+    ax.barh([mathtext(n) for n in names], med, xerr=err, color="tab:blue", alpha=0.8)
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel(f"env steps/s at {num_envs} envs (median, 95% interval)")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gpuenv.escape import markup, pyplot
+from gpuenv.escape import markup, mathtext, pyplot
 from gpuenv.format import attr, fmt_s, host_memory, html_table, slug
 from gpuenv.measure import stats
 from gpuenv.tasks import task_rank as _task_rank
@@ -158,10 +158,10 @@ def ttr_plot(task: str, recs: list[dict], path: Path) -> None:
     names = [label(r) for r in recs]
     t = [r["summary"]["time_to_threshold_s"] for r in recs]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(recs) + 1.5))
-    ax.barh(names, [v["iqm"] for v in t], xerr=[[v["iqm"] - v["ci_low"] for v in t], [v["ci_high"] - v["iqm"] for v in t]], color="tab:green", alpha=0.8)
+    ax.barh([mathtext(n) for n in names], [v["iqm"] for v in t], xerr=[[v["iqm"] - v["ci_low"] for v in t], [v["ci_high"] - v["iqm"] for v in t]], color="tab:green", alpha=0.8)
     ax.invert_yaxis()
     ax.set_xlabel(f"wall-clock s to eval return >= {recs[0]['case']['threshold']:g} (IQM over seeds, 95% interval)")
-    ax.set_title(f"{task}: PPO time-to-reward")
+    ax.set_title(mathtext(f"{task}: PPO time-to-reward"))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
