@@ -349,3 +349,30 @@ def test_the_publish_workflows_build_step_builds_both_sites_from_published_recor
     for page in ("index.html", "claims.html", "decision.html", "plotly.min.js", "asv/index.html"):
         assert (site / page).is_file(), page
     assert list((site / "cases").rglob("*.html"))
+
+
+def test_the_registers_model_says_the_first_mistake_as_before(tmp_path):
+    """The register became a pydantic model; its one line per mistake, and which mistake it names
+    first when there are several, are the hand-written checks' (unknown key, text, missing, the
+    id used twice, unit, value, check keys and kind, numbers, range, what the kind needs)."""
+    base = ('id="x"\nwho="w"\nstated="s"\nunit="env steps/s"\nhardware="h"\nhardware_class="cpu"\nprotocol="p"\n'
+            'source="src"\n')
+    chk = '[claim.check]\nkind="rate"\nbackend="envpool"\ntask="pong"\n'
+    cases = [
+        (base + 'value=1\n[claim.check]\nkind="foo"\n', "check.kind must be one of rate, ratio, phase, arithmetic"),
+        (base.replace('unit="env steps/s"', 'unit="FPS"') + 'value=1\n', "missing 'check'"),
+        (base + 'value_low=5\nvalue_high=1\n[claim.check]\nkind="rate"\n', "value_low is above value_high"),
+        (base + 'zeta=1\nalpha=2\nvalue=1\n' + chk, "unknown key 'alpha'"),
+        (base + chk + 'zz=1\n', "give either value or both value_low and value_high"),
+        (base + 'value=1\n' + chk + 'num_envs=1.5\nrate=-1\n', "rate must be a positive number (got -1)"),
+        ("[[claim]]\n" + base + 'value=1\n' + chk + "[[claim]]\n" + base.replace('unit="env steps/s"', 'unit="FPS"')
+         + 'value=1\n' + chk, "the id is used twice"),
+    ]
+    for body, msg in cases:
+        p = tmp_path / "r.toml"
+        p.write_text(body if body.startswith("[[claim]]") else "[[claim]]\n" + body)
+        with pytest.raises(UserError, match=re.escape(msg)):
+            cl.load_register(p)
+    p.write_text("[[claim]]\n" + base + "value=10\n" + chk)
+    (c,) = cl.load_register(p)
+    assert c.value == 10 and isinstance(c.value, int)  # as written: --json prints 10, not 10.0

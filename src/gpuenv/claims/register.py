@@ -65,8 +65,8 @@ class Check(_Strict):
     denominator: str = ""
     phase: str = ""  # phase: vecenv, inference, update
     protocol_backend: str = ""  # gpuenv running the claim's own protocol (backend:variant)
-    steps: float = 0.0  # arithmetic: steps at `rate` take the claim's value in seconds
-    rate: float = 0.0
+    steps: int | float = 0.0  # arithmetic: steps at `rate` take the claim's value in seconds (as written: 1e9 or 1_000_000)
+    rate: int | float = 0.0
 
     @model_validator(mode="after")
     def _what_the_kind_needs(self) -> Check:
@@ -88,9 +88,9 @@ class Claim(_Strict):
     protocol: str
     source: str
     check: Check
-    value: float | None = None
-    value_low: float | None = None
-    value_high: float | None = None
+    value: int | float | None = None  # as written (an int stays an int in --json)
+    value_low: int | float | None = None
+    value_high: int | float | None = None
     notes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
@@ -116,31 +116,52 @@ class Claim(_Strict):
         return self.value_low, self.value_high
 
 
-def _one_line(e: ValidationError) -> str:
-    """The first mistake of a claim, as a person says it: an unknown key before a wrong value before
-    what the values together lack, the claim's own keys before its check's."""
-    def rank(err: Any) -> int:
-        loc, kind = err["loc"], err["type"]
-        nested = len(loc) > 1 and loc[0] == "check"
-        if nested:
-            return 6 if kind == "extra_forbidden" else 7 if loc[-1] == "kind" else 8
-        if loc == ("check",):  # the check is no table (3), or its values together lack something (9: last)
-            return 3 if kind in ("model_type", "dict_type", "model_attributes_type") else 9
-        return {"extra_forbidden": 0, "text": 1, "missing": 2}.get(kind, 4 if loc else 5)
+_CLAIM_REQUIRED = ("id", "who", "stated", "unit", "hardware", "hardware_class", "protocol", "source", "check")
+_POSITIVE_ORDER = ("value", "value_low", "value_high", "steps", "rate", "num_envs", "frame_skip")
+_NOT_A_TABLE = ("model_type", "dict_type", "model_attributes_type")
 
-    errors = e.errors(include_url=False)
-    err = min(errors, key=lambda x: (rank(x), errors.index(x)))
-    loc = [str(x) for x in err["loc"]]
-    key = loc[-1] if loc else ""
-    if err["type"] == "extra_forbidden":
-        inside = loc[0] == "check" and len(loc) > 1
-        keys = sorted(Check.model_fields if inside else Claim.model_fields)
-        return f"unknown {'check ' if inside else ''}key {key!r} (keys: {', '.join(keys)})"
-    if err["type"] == "missing":
-        return "check.kind must be one of " + ", ".join(KINDS) if loc == ["check", "kind"] else f"missing {key!r}"
-    if loc == ["check"] and err["type"] in ("model_type", "dict_type", "model_attributes_type"):
-        return "check must be a table (check = { kind = ... })"
-    return err["msg"]
+
+def _first_mistake(raw: dict, e: ValidationError | None, duplicate: bool) -> str | None:
+    """The one mistake of a claim to report, in the order the register is read: unknown keys, text,
+    missing keys, the check's shape, a repeated id, the claim's unit, hardware and value; then its
+    check's keys and kind, the numbers, the text, the notes, the range and what the kind needs."""
+    found: list[tuple[tuple[int, int, str, int], str]] = []
+    for n, err in enumerate(e.errors(include_url=False) if e is not None else []):
+        loc, kind = tuple(str(x) for x in err["loc"]), err["type"]
+        key = loc[-1] if loc else ""
+        nested = len(loc) > 1 and loc[0] == "check"
+        if kind == "extra_forbidden":
+            keys = sorted(Check.model_fields if nested else Claim.model_fields)
+            found.append(((8 if nested else 0, 0, key, n), f"unknown {'check ' if nested else ''}key {key!r} (keys: {', '.join(keys)})"))
+        elif nested and key == "kind" and kind in ("missing", "choice"):
+            found.append(((9, 0, "", n), "check.kind must be one of " + ", ".join(KINDS)))
+        elif kind == "missing":
+            found.append(((2, _CLAIM_REQUIRED.index(key) if key in _CLAIM_REQUIRED else 99, "", n), f"missing {key!r}"))
+        elif loc == ("check",) and kind in _NOT_A_TABLE:
+            found.append(((3, 0, "", n), "check must be a table (check = { kind = ... })"))
+        elif kind == "text":
+            found.append(((12 if nested else 1, 0, "", n), err["msg"]))
+        elif kind == "choice":
+            found.append(((5 if key == "unit" else 6, 0, "", n), err["msg"]))
+        elif kind == "positive":
+            found.append(((10, _POSITIVE_ORDER.index(key), "", n), err["msg"]))
+        elif kind == "whole":
+            found.append(((11, _POSITIVE_ORDER.index(key), "", n), err["msg"]))
+        elif kind == "notes":
+            found.append(((13, 0, "", n), err["msg"]))
+        elif kind == "needs":
+            found.append(((15, 0, "", n), err["msg"]))
+        else:  # the value rule and the range, when the fields themselves were fine
+            found.append(((7 if kind == "value" else 14, 0, "", n), err["msg"]))
+    if duplicate:
+        found.append(((4, 0, "", 0), "the id is used twice"))
+    has = [k for k in ("value", "value_low", "value_high") if k in raw]
+    if ("value" in has) == ("value_low" in has or "value_high" in has) or ("value_low" in has) != ("value_high" in has):
+        found.append(((7, 0, "", 0), "give either value or both value_low and value_high"))
+    low, high = raw.get("value_low"), raw.get("value_high")
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)) and low > high:  # type: ignore[operator]
+        found.append(((14, 0, "", 0), "value_low is above value_high"))
+    return min(found, key=lambda f: f[0])[1] if found else None
 
 
 def register_path() -> Path:
@@ -162,12 +183,14 @@ def load_register(path: Path | None = None) -> list[Claim]:
     for i, c in enumerate(claims):
         cid = c["id"] if isinstance(c.get("id"), str) and c["id"] else f"#{i + 1}"
         what = f"claims register {where}, claim {cid}"
+        claim, error = None, None
         try:
             claim = Claim.model_validate(c)
         except ValidationError as e:
-            raise UserError(f"{what}: {_one_line(e)}") from None
-        if cid in seen:
-            raise UserError(f"{what}: the id is used twice")
+            error = e
+        mistake = _first_mistake(c, error, cid in seen)
+        if mistake is not None or claim is None:
+            raise UserError(f"{what}: {mistake or 'not a valid claim'}")
         seen.add(cid)
         out.append(claim)
     return out

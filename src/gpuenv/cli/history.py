@@ -42,8 +42,9 @@ def compare(
     by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
 ) -> None:
     """NEW/OLD per workload with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
-    from gpuenv.history.compare import compare_runs, read_sides
+    from gpuenv.history.compare import check_threshold, compare_runs, read_sides
 
+    check_threshold(threshold)  # before any record is read
     old_recs, new_recs, problems = read_sides(old, new)
     print_skipped(problems)
     c = compare_runs(old_recs, new_recs, threshold, allow_different=allow_different, by_case=by_case)

@@ -210,7 +210,7 @@ def dispatch(
         options = dsp.Options(executor, partition, gpus_per_task, cpus_per_task, exclusive, container, image,
                               array_parallelism, cases_per_task, time_min)
         d, mode, plan = dsp.new(suite, {"backends": backend, "tasks": task, "num_envs": num_envs}, options, out_dir(out),
-                                sweep=sweep, pins=parse_with(with_ or []), dry_run=dry_run, console=console)
+                                sweep=sweep, pins=parse_with(with_ or []) if sweep else [], dry_run=dry_run, console=console)
     items = {item.key for item in plan.items}
     if dry_run:
         for t in d.tasks:
@@ -273,13 +273,8 @@ def sweep(
     out = out_dir(out_)
     package, versions = sw.parse_spec(spec)
     pins = parse_with(with_ or [])
-    registry = default_registry()
-    owner = registry.by_library(package)
-    name = backend or (owner.name if owner else None)
-    if name is None:
-        raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
-    registry.parse(name)
-    load_any(suite, registry)  # a bad suite name fails here, before any environment is built
+    name = sw.swept_backend(package, backend)
+    load_any(suite, default_registry())  # a bad suite name fails here, before any environment is built
     sweep_id = new_run_id()
     bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
     sets = [sw.version_set(package, v, pins, name.split(":")[0]) for v in versions]

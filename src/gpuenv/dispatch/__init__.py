@@ -77,17 +77,14 @@ def new(suite: str, filters: dict, options: Options, out: Path, *, sweep: str | 
     mode, s = load_any(suite, registry)
     backends = filters.get("backends")
     if sweep:
-        from gpuenv.history.sweep import parse_spec
+        from gpuenv.history.sweep import parse_spec, swept_backend
 
         package = parse_spec(sweep)[0]
-        owner = registry.by_library(package)
         if options.container != "none":
             raise UserError("--sweep runs each version set in its own environment on a shared filesystem: use --container none")
-        if owner is None and not backends:
-            raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
         if backends and len(backends) > 1:
             raise UserError("--sweep builds one environment per version set for one backend: pass one --backend")
-        filters = {**filters, "backends": backends or ([owner.name] if owner else backends)}
+        filters = {**filters, "backends": backends or [swept_backend(package, None)]}
     plan = mode.plan(s, registry, **filters)
     if not plan.items:
         raise UserError(f"nothing to dispatch in suite '{plan.suite}' with these filters; see `gpuenv list`")

@@ -171,6 +171,14 @@ class Comparison:
         return [r for r in self.mem_rows if r.regressed]
 
 
+def check_threshold(threshold: float) -> float:
+    from gpuenv.errors import UserError
+
+    if not 0 <= threshold < 1:
+        raise UserError(f"--threshold must be a fraction in [0, 1) (got {threshold}); 0.1 means 10%")
+    return threshold
+
+
 def read_sides(old: list[str], new: str) -> tuple[list[dict], list[dict], list[str]]:
     """(OLD records, NEW records, one line per file skipped) for compare_runs."""
     from gpuenv.history.load import load_records
@@ -186,8 +194,7 @@ def compare_runs(old_recs: list[dict], new_recs: list[dict], threshold: float = 
     where the runs are not comparable (other hardware, other machine speeds) unless allowed."""
     from gpuenv.errors import UserError
 
-    if not 0 <= threshold < 1:
-        raise UserError(f"--threshold must be a fraction in [0, 1) (got {threshold}); 0.1 means 10%")
+    check_threshold(threshold)
     diff = differences(old_recs, new_recs)
     if diff and not allow_different:
         fields = "; ".join(f"{k}: {a} vs {b}" for k, a, b in ((k, *v) for k, v in diff.items()))

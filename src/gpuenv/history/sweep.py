@@ -52,6 +52,20 @@ def requirements(package: str, version: str, pins: list[str], backend: str) -> l
     return [*reqs, f"{package}=={version}", *pins]
 
 
+def swept_backend(package: str, backend: str | None) -> str:
+    """The backend a sweep of `package` runs: --backend where given, else the backend whose library
+    it is; UserError where neither says."""
+    from gpuenv.registry import default_registry
+
+    registry = default_registry()
+    owner = registry.by_library(package)
+    name = backend or (owner.name if owner else None)
+    if name is None:
+        raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
+    registry.parse(name)
+    return name
+
+
 def version_set(package: str, version: str, pins: list[str], backend: str) -> VersionSet:
     """One set of a sweep, for the Python the backend runs on (its own environment's, e.g. Isaac
     Lab's 3.12, or the main install's)."""
