@@ -4,9 +4,12 @@ environment built with uv on first use and its workers started with that interpr
 from __future__ import annotations
 
 import os
+import subprocess
+from pathlib import Path
 
 from conftest import ROOT
 
+from gpuenv import envs
 from gpuenv.results.schema import load
 
 
@@ -36,7 +39,20 @@ def test_backend_in_its_own_environment_runs_there_and_says_so(cli, tmp_path):
     assert rec["where"]["environment"]["python"] == "3.12"
     assert rec["where"]["machine"]["python"].startswith("3.12."), "the worker ran in the main interpreter"
     assert rec["where"]["environment"]["path"].startswith(str(tmp_path / "cache"))
+    # its gpuenv is this checkout's: the harness that runs the worker is the one the command is
+    gpuenv_file = subprocess.run([rec["where"]["environment"]["path"] + "/bin/python", "-c", "import gpuenv; print(gpuenv.__file__)"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(gpuenv_file).resolve().is_relative_to(ROOT / "src"), gpuenv_file
     after = cli("list", "backends", env=env)
     row = row_of(after.stdout, "ownenv")
     assert "built" in row and "not built yet" not in row
     assert (ROOT / "tests/plugins/envlock/py312.txt").is_file()
+
+
+def test_each_checkout_gets_its_own_environment():
+    """An environment installs gpuenv from one checkout (editable): reused by another clone it would
+    run the first clone's harness, or nothing once that clone is deleted."""
+    lock = "numpy==2.0.0\n"
+    assert envs.env_key(lock, "3.12") == envs.env_key(lock, "3.12", ROOT)
+    assert envs.env_key(lock, "3.12", Path("/a/gpuenv")) != envs.env_key(lock, "3.12", Path("/b/gpuenv"))
+    assert envs.env_key(lock, "3.12") != envs.env_key(lock + "x\n", "3.12") != envs.env_key(lock, "3.11")

@@ -24,7 +24,8 @@ from conftest import FAST, ROOT, fake_suite, write_suite
 
 from gpuenv.errors import UserError
 from gpuenv.measure import fingerprint
-from gpuenv.results.schema import MAX_RECORD_BYTES, load, validate
+from gpuenv.results.models import Fingerprint
+from gpuenv.results.schema import MAX_RECORD_BYTES, load, typed, validate
 
 
 def alive(pid: int) -> bool:
@@ -200,9 +201,9 @@ def test_report_escapes_every_record_value_and_no_script_runs_in_chromium(good_r
     assert r.returncode == 0, r.stderr
     # Past the reader (a record that validation would refuse, as a future reader might let through):
     # the page escapes it anyway, and file names come from a safe slug.
-    bad = copy.deepcopy(rec)
-    bad["case"]["task"] = f"x' onerror='{PWN}"
-    bad["case"]["backend"] = f"<script>{PWN}</script>"
+    good = typed(copy.deepcopy(rec))  # model_copy does not validate: values no reader would let through
+    bad = good.model_copy(update={"case": good.case.model_copy(update={"task": f"x' onerror='{PWN}",
+                                                                        "backend": f"<script>{PWN}</script>"})})
     build([bad], tmp_path / "site2")
     ours = {"<script src='plotly.min.js'>", "<script src='../plotly.min.js'>", "<script src='../../plotly.min.js'>",
             "<script data-gpuenv='figure'>"}
@@ -331,8 +332,12 @@ def band(x: float, noise: float = 0.01) -> dict:
     return {"median": x, "low": x * (1 - noise), "high": x * (1 + noise)}
 
 
-def fp(py: float, mem: float = 10.0, noise: float = 0.01) -> dict:
+def fp_dict(py: float, mem: float = 10.0, noise: float = 0.01) -> dict:
     return {"method": fingerprint.METHOD, "python_mops": band(py, noise), "memory_gbs": band(mem, noise), "repeats": 7, "seconds": 0.2}
+
+
+def fp(py: float, mem: float = 10.0, noise: float = 0.01) -> Fingerprint:
+    return Fingerprint.model_validate(fp_dict(py, mem, noise))
 
 
 def test_fingerprints_differ_only_beyond_their_noise():
@@ -343,7 +348,7 @@ def test_fingerprints_differ_only_beyond_their_noise():
     assert "GB/s" in (fingerprint.differs(fp(20.0, mem=10.0), fp(20.0, mem=4.0)) or "")
     assert fingerprint.differs(fp(20.0, mem=10.0), fp(20.0, mem=8.5)) is None  # memory bandwidth gets 25%
     assert fingerprint.differs(None, fp(20.0)) is None
-    assert fingerprint.differs(fp(20.0), {**fp(40.0), "method": "other"}) is None
+    assert fingerprint.differs(fp(20.0), fp(40.0).model_copy(update={"method": "other"})) is None
 
 
 def test_every_record_carries_a_fingerprint_measured_here(good_run):
@@ -363,7 +368,7 @@ def two_machines(good_run: Path, tmp_path: Path) -> tuple[Path, Path]:
     for d, speed in ((old, 10.0), (new, 20.0)):
         d.mkdir()
         r = copy.deepcopy(rec)
-        r["where"]["machine"]["fingerprint"] = fp(speed)
+        r["where"]["machine"]["fingerprint"] = fp_dict(speed)
         r["run_id"] = f"run-{speed:g}"  # two runs: a run is on one machine
         validate(r)
         (d / good_run.name).write_text(json.dumps(r))
@@ -393,8 +398,9 @@ def test_a_run_whose_speed_moved_is_one_machine_with_a_warning(good_run):
     rec = load(good_run)
     a, b = copy.deepcopy(rec), copy.deepcopy(rec)
     a["case_key"], b["case_key"] = "case-a", "case-b"
-    a["where"]["machine"]["fingerprint"], b["where"]["machine"]["fingerprint"] = fp(10.0), fp(15.0)
+    a["where"]["machine"]["fingerprint"], b["where"]["machine"]["fingerprint"] = fp_dict(10.0), fp_dict(15.0)
+    a, b = typed(a), typed(b)
     assert len(fingerprint.machines([a, b])) == 1  # one run, one machine
     (line,) = fingerprint.footnotes([a, b])
     assert line.startswith(f"run {rec['run_id']}: the machine's reference speed moved between cases (case-a vs case-b")
-    assert fingerprint.footnotes([a, copy.deepcopy(a)]) == []
+    assert fingerprint.footnotes([a, a.model_copy(deep=True)]) == []

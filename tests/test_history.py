@@ -15,6 +15,9 @@ import pytest
 from conftest import ROOT
 
 from gpuenv.history.changepoints import detect
+from gpuenv.history.compare import SAME, compare_runs
+from gpuenv.history.load import load_records
+from gpuenv.history.regress import change_points
 from gpuenv.results import schema
 from gpuenv.results.store import prepare_dir, write_record
 
@@ -42,19 +45,34 @@ def derive(records: list[dict], out: Path, run_id: str, factor: float = 1.0, **m
     return d
 
 
-def test_compare_same_run_has_no_detectable_change(cli):
-    r = cli("compare", str(PUBLISHED), str(PUBLISHED))
-    assert r.returncode == 0, r.stderr
-    assert "no detectable change" in r.stdout and "0 regressed by more than 10%" in r.stdout
+def records_of(*paths: Path) -> list:
+    """Records as every reader gets them (typed, each once)."""
+    records, _ = load_records(list(paths))
+    return records
+
+
+def test_compare_same_run_has_no_detectable_change():
+    recs = records_of(PUBLISHED)
+    c = compare_runs(recs, recs)
+    assert len(c.rows) == sum(r.status == "ok" for r in recs) > 5
+    assert {r.verdict for r in c.rows} == {SAME} and not c.regressed
+    assert all(r.ratio == pytest.approx(1.0) for r in c.rows)
 
 
 def test_compare_flags_a_planted_20_percent_slowdown(cli, tmp_path):
     slow = derive(published(), tmp_path, "slow", factor=0.8)
-    r = cli("compare", str(PUBLISHED), str(slow))
+    c = compare_runs(records_of(PUBLISHED), records_of(slow))
+    assert all(r.change_pct == pytest.approx(-0.2, abs=0.02) for r in c.rows)
+    # slower where the interval excludes 1 (most cases; a one-process case's interval may be too wide),
+    # and each of those a regression past the 10% gate; never faster
+    slower = [r for r in c.rows if r.verdict == "slower"]
+    assert len(slower) >= len(c.rows) // 2 and c.regressed == slower
+    assert {r.verdict for r in c.rows} <= {"slower", SAME}
+    # A planted 20% slowdown under a 30% gate is reported but does not fail.
+    assert not compare_runs(records_of(PUBLISHED), records_of(slow), 0.3).regressed
+    r = cli("compare", str(PUBLISHED), str(slow))  # the command: its table, the regression line, exit 1
     assert r.returncode == 1, r.stdout + r.stderr
     assert "slower (REGRESSION)" in r.stdout and "regression:" in r.stderr
-    # A planted 20% slowdown under a 30% gate is reported but does not fail.
-    assert cli("compare", str(PUBLISHED), str(slow), "--threshold", "0.3").returncode == 0
 
 
 def test_compare_refuses_other_hardware_and_says_which_fields(cli, tmp_path):
@@ -118,13 +136,13 @@ def history(tmp_path: Path, drop_at: int | None, n: int = 24) -> Path:
     return out
 
 
-def test_regressions_command_finds_the_planted_change_and_its_versions(cli, tmp_path):
-    r = cli("regressions", str(history(tmp_path, drop_at=12)))
-    assert r.returncode == 0, r.stderr
-    assert "1 change point(s)" in r.stdout and "regression" in r.stdout
-    assert "envpool 0.8.4->1.2.5" in r.stdout and "#12 run12" in r.stdout
-    flat = cli("regressions", str(history(tmp_path / "flat", drop_at=None)))
-    assert "0 change point(s)" in flat.stdout
+def test_regressions_find_the_planted_change_and_its_versions(tmp_path):
+    (found,), histories = change_points(records_of(history(tmp_path, drop_at=12)))
+    assert histories == 1 and found.regression
+    case, at, _, _, change, kind, what = found.row()
+    assert case.startswith("envpool-sync-halfcheetah-n8@") and at == "#12 run12" and kind == "regression"
+    assert "envpool 0.8.4->1.2.5" in what and change.startswith("-")
+    assert change_points(records_of(history(tmp_path / "flat", drop_at=None))) == ([], 1)
 
 
 # --- report site ----------------------------------------------------------------------------------
@@ -279,16 +297,15 @@ def with_memory(records: list[dict], out: Path, run_id: str, mib: float) -> Path
 def test_compare_flags_a_memory_regression_like_a_slowdown(cli, tmp_path):
     recs = [r for r in published() if r["status"] == "ok"][:3]
     old = with_memory(recs, tmp_path, "old", 200.0)
-    same = cli("compare", str(old), str(with_memory(recs, tmp_path, "same", 201.0)))
-    assert same.returncode == 0, same.stdout + same.stderr
-    assert "3 memory peaks: 0 less, 0 more; 0 grew by more than 10%" in " ".join(same.stdout.split())
+    same = compare_runs(records_of(old), records_of(with_memory(recs, tmp_path, "same", 201.0)))
+    assert len(same.mem_rows) == 3 and {m.verdict for m in same.mem_rows} == {SAME} and not same.mem_regressed
+    lean = compare_runs(records_of(old), records_of(with_memory(recs, tmp_path, "lean", 150.0)))
+    assert {m.verdict for m in lean.mem_rows} == {"less memory"} and not lean.mem_regressed
     r = cli("compare", str(old), str(with_memory(recs, tmp_path, "fat", 260.0)))
     assert r.returncode == 1, r.stdout + r.stderr
     assert "more memory (REGRESSION)" in r.stdout and "host memory MiB" in r.stdout
     assert f"regression: {recs[0]['case_key']} uses 30% more host memory (202 -> 263 MiB)" in " ".join(r.stderr.split())
     assert "0 regressed by more than 10%" in r.stdout  # the speed did not change: only memory grew
-    less = cli("compare", str(old), str(with_memory(recs, tmp_path, "lean", 150.0)))
-    assert less.returncode == 0 and "less memory" in less.stdout
 
 
 def test_regressions_find_a_memory_step_in_a_case_history(cli, tmp_path):

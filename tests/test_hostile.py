@@ -10,7 +10,6 @@ text, and write nothing outside the folder it was given.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, fake_suite, write_suite
 
-from gpuenv.results.schema import load, seal
+from gpuenv.results.schema import load, read, seal
 
 PUBLISHED = ROOT / "results" / "published" / "20261203T143723Z-eb9175"
 ANSI = "\x1b[2J\x1b[H\x1b[32mALL CASES OK\x1b[0m"  # clear the screen, then a fake green verdict
@@ -209,11 +208,10 @@ def test_a_planted_output_mark_is_said_not_silent(tmp_path, cli):
 def test_a_case_rerun_into_the_same_run_gets_its_own_page(tmp_path):
     from gpuenv.report.interactive import case_href
 
-    a = load(PUBLISHED / "envpool-sync-cartpole-n1.json")
-    b = copy.deepcopy(a)
-    b["created_utc"] = "2026-12-03T15:00:00+00:00"
-    assert a["run_id"] == b["run_id"] and a["case_key"] == b["case_key"]
-    assert case_href(a) != case_href(b) and case_href(a) == case_href(copy.deepcopy(a))
+    a = read(PUBLISHED / "envpool-sync-cartpole-n1.json")
+    b = a.model_copy(update={"created_utc": "2026-12-03T15:00:00+00:00"})
+    assert a.run_id == b.run_id and a.case_key == b.case_key
+    assert case_href(a) != case_href(b) and case_href(a) == case_href(a.model_copy(deep=True))
 
 
 def test_matplotlib_never_parses_mathtext_from_data(tmp_path):

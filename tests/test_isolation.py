@@ -16,7 +16,7 @@ from gpuenv.backends.base import Case
 from gpuenv.modes import get_mode
 from gpuenv.modes.base import Plan
 from gpuenv.modes.throughput.suite import MeasureSpec, PlannedCase
-from gpuenv.results.schema import load
+from gpuenv.results.schema import as_dict, load
 from gpuenv.run import runner
 
 FAST = MeasureSpec(processes=3, values=2, warmups=1, min_time_s=0.01, chunk_steps=5, timeout_s=20)
@@ -29,8 +29,10 @@ def planned(variant: str, timeout_s: float = 20) -> PlannedCase:
 
 
 def run_plan(cases: list[PlannedCase], *, suite: str, run_id: str, out_dir):
+    """(record as written, path) per case: these tests check the JSON the runner wrote."""
     mode = get_mode("env-step-throughput")
-    return runner.run_plan(mode, Plan(suite, cases, [], "3 processes each"), run_id=run_id, out_dir=out_dir)
+    written = runner.run_plan(mode, Plan(suite, cases, [], "3 processes each"), run_id=run_id, out_dir=out_dir)
+    return [(as_dict(r), p) for r, p in written]
 
 
 def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):

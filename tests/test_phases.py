@@ -16,7 +16,7 @@ from gpuenv.errors import UserError
 from gpuenv.measure.monitor import device_memory
 from gpuenv.modes.throughput.build import summarize_case
 from gpuenv.modes.throughput.phases import check_names, shared_definition
-from gpuenv.modes.throughput.record import ThroughputSummary
+from gpuenv.modes.throughput.record import ThroughputCase, ThroughputRecord, ThroughputSummary
 from gpuenv.modes.throughput.report import phase_tables, phases_markdown
 from gpuenv.registry import default_registry
 from gpuenv.results.schema import load
@@ -166,8 +166,9 @@ def test_phase_summary_reset_cost_and_absent_reasons():
     assert ph["step"]["reset_cost_us"] == pytest.approx(0.5e6, rel=0.03) and ph["step"]["reset_cost_within_noise"] is False
     assert ph["update"] == {"absent": "no PPO env"}
     assert ph["inference"] == {"failed": "RuntimeError: boom"}
-    rec = {"status": "ok", "case": {"task": "halfcheetah", "backend": "b", "variant": "v", "num_envs": 4},
-           "summary": s, "run_id": "r"}
+    # the parts of a record the tables read (model_construct: the rest of a record is not needed here)
+    rec = ThroughputRecord.model_construct(status="ok", run_id="r", summary=ThroughputSummary.model_validate(s),
+                                           case=ThroughputCase.model_construct(task="halfcheetah", backend="b", variant="v", num_envs=4))
     md = phases_markdown([rec])
     assert "| halfcheetah | b:v | 4 | 2,000 (2.00x) | 1,000 (1x) |  | failed | n/a | 500,000.0 |" in md
     assert phase_tables([rec])[0].title.startswith("halfcheetah: where the rate goes")

@@ -161,6 +161,27 @@ def test_no_module_outside_the_modes_names_a_measurement_mode():
     assert not hits, "measurement modes named outside src/gpuenv/modes and the mode table:\n" + "\n".join(hits)
 
 
+RECORD_KEY = re.compile(r"""(\[["'](case|summary|where|status|what|settings|processes|runs|run_id|case_key|measurement_mode|"""
+                        r"""workload_id|created_utc|failure|machine|packages|git|tags)["']\]|\.get\(["'](case|summary|where|"""
+                        r"""status|what|settings|processes|runs|failure|machine|packages|git|tags)["'])""")
+READERS = ("history", "report", "claims", "cli", "decide.py", "dispatch/track.py")
+
+
+def test_readers_take_typed_records_not_dicts():
+    """The readers get validated records (gpuenv.results.schema.Record, their mode's model) and read
+    fields; a string key into a record would bypass the model (and mypy). What they need of a mode's
+    own results they ask the mode. The test sees itself fail on a planted line."""
+    src = ROOT / "src" / "gpuenv"
+    files = [p for name in READERS for p in ((src / name).rglob("*.py") if (src / name).is_dir() else [src / name])]
+    assert len(files) > 20
+    hits = [f"{path.relative_to(src)}:{n}: {line.strip()}" for path in files
+            for n, line in enumerate(path.read_text().splitlines(), 1) if RECORD_KEY.search(line)]
+    # no records there: `gpuenv info` prints the provenance it measures; export-gab converts pytest-benchmark's JSON
+    hits = [h for h in hits if not h.startswith(("cli/machine.py", "history/gab.py"))]
+    assert not hits, "readers index record dicts:\n" + "\n".join(hits)
+    assert RECORD_KEY.search('rate = r["summary"]["env_steps_per_s"]') and RECORD_KEY.search("r.get('status')")
+
+
 def test_read_only_commands_over_the_published_records_run_clean(tmp_path):
     published = str(ROOT / "results" / "published")
     commands = [

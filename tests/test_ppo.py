@@ -17,7 +17,7 @@ from gpuenv.modes.ttr.build import summarize_runs
 from gpuenv.modes.ttr.suite import PpoCase, RunSpec, TtrItem
 from gpuenv.modes.ttr.train import run_training
 from gpuenv.registry import default_registry
-from gpuenv.results.schema import load, validate
+from gpuenv.results.schema import as_dict, load, validate
 from gpuenv.run import runner
 from gpuenv.suites import load_any
 
@@ -26,7 +26,7 @@ DEFAULT_REGISTRY = default_registry()
 
 def run_ppo_plan(cases: list[PpoCase], run: RunSpec, *, suite: str, run_id: str, out_dir):
     plan = Plan(suite, [TtrItem(c, run) for c in cases], [], f"{run.seeds} seeds each")
-    return runner.run_plan(get_mode("time-to-reward"), plan, run_id=run_id, out_dir=out_dir)
+    return [(as_dict(r), p) for r, p in runner.run_plan(get_mode("time-to-reward"), plan, run_id=run_id, out_dir=out_dir)]
 
 FAKE = PpoCase(
     backend="fake",

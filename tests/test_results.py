@@ -107,7 +107,7 @@ def test_version_1_records_are_migrated(tmp_path):
         (lambda r: r["case"].__setitem__("num_envs", "8"), "field 'case.num_envs' input should be a valid integer"),
         (lambda r: r.__setitem__("status", "great"), "field 'status' .*got 'great'"),
         (lambda r: r.__setitem__("schema", "other"), "not a gpuenv result record"),
-        (lambda r: r.__setitem__("summary", {}), "field 'summary.env_steps_per_s' is missing"),
+        (lambda r: r.__setitem__("summary", {}), "field 'summary.startup_s_median' is missing"),
     ],
 )
 def test_invalid_records_are_named(mutate, message):
@@ -208,7 +208,7 @@ def test_speedup_uses_the_baseline_of_the_same_run():
     from rich.console import Console
 
     console = Console(width=200, record=True)
-    for t in tables(records):
+    for t in tables([schema.typed(schema.seal(r)) for r in records]):
         console.print(t)
     text = console.export_text()
     assert "10.00x" in text and "2.00x" not in text

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from gpuenv.errors import UserError
 from gpuenv.modes import of
+from gpuenv.results.schema import Record
 
 BUDGET_LIMIT = 50_000_000  # the course's "budget < 50M steps: CPU is fine"
 CONFIGS_ENVPOOL = 20  # "20+ hyperparameter configs: consider EnvPool"
@@ -97,43 +98,40 @@ def _of(opts: list[Option], row: str) -> list[Option]:
     return [o for o in opts if o.selector.split(":", 1)[0] in names]
 
 
-def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
+def options_for(task: str, records: list[Record]) -> tuple[str, list[Option]]:
     """(machine, one option per backend:variant) from the machine with the newest records of this
     task: records of different machines never mix in one answer."""
     from gpuenv.claims import device_class
-    from gpuenv.format import label
     from gpuenv.measure.fingerprint import machines
     from gpuenv.registry import default_registry
 
-    mine = [r for r in records if r.get("status") == "ok" and r["case"]["task"] == task]
+    mine = [r for r in records if r.status == "ok" and r.case.task == task]
     if not mine:
         raise UserError(f"no ok record of task {task!r} in these results: measure it first "
                         f"(gpuenv bench --task {task}), or pass --results with the directories that have it")
     groups = machines(mine)
-    machine, recs = max(groups, key=lambda g: max(r["created_utc"] for r in g[1]))
+    machine, recs = max(groups, key=lambda g: max(r.created_utc for r in g[1]))
     reg = default_registry()
     best: dict[str, Option] = {}
     for r in recs:
         step = of(r).step_rate(r)
         if step is None:
             continue
-        sel = label(r)
+        sel = r.case.label
         if sel in best and best[sel].rate >= step.median:
             continue
-        b = reg.backends.get(r["case"]["backend"])
+        b = reg.backends.get(r.case.backend)
         best[sel] = Option(sel, step.num_envs, step.median, (step.ci_low, step.ci_high), step.fixed_s,
-                           device_class(r), bool(b and b.device == "gpu"), r["case_key"])
+                           device_class(r), bool(b and b.device == "gpu"), r.case_key)
     for r in recs:  # training runs: the rate PPO trained at, per seed, where the same backend:variant has one
         rates = of(r).training_rates(r)
-        sel = label(r)
-        s = r["summary"]
+        sel = r.case.label
         if sel not in best or not rates:
             continue
         o = best[sel]
-        n = r["case"]["num_envs"]
-        o.ttr = (f"PPO ({r['case']['trainer']}, {r['case_key']}) reached return {r['case']['threshold']:g} in "
-                 f"{s['time_to_threshold_s']['median']:.0f} s median, {s['reached']}/{s['seeds']} seeds, training at "
-                 f"{rates[len(rates) // 2]:,.0f} env steps/s (median over seeds) at {n} envs")
+        n = r.case.num_envs
+        o.ttr = (f"{of(r).training_line(r)}, training at {rates[len(rates) // 2]:,.0f} env steps/s (median over seeds) "
+                 f"at {n} envs")
         if n == o.num_envs:  # a training rate only beside the throughput of the same size
             o.train_rate = rates[len(rates) // 2]
     if not best:
@@ -141,7 +139,7 @@ def options_for(task: str, records: list[dict]) -> tuple[str, list[Option]]:
     return machine, sorted(best.values(), key=lambda o: -o.rate)
 
 
-def decide(task: str, budget: int, configs: int, records: list[dict]) -> Decision:
+def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decision:
     if configs < 1:
         raise UserError(f"--configs must be >= 1 (got {configs})")
     machine, opts = options_for(task, records)

@@ -3,9 +3,9 @@
 Used twice: a backend that declares its own environment (`Backend.environment`: a Python version and
 the lock its image installs) has its workers started with that environment's interpreter, and
 `gpuenv sweep` builds one environment per library version. An environment lives under
-~/.cache/gpuenv/envs/<first 16 hex of sha256(python + lock)>, is reused while the lock is the same,
-and gets gpuenv itself from this checkout (editable, no dependencies), so every environment runs the
-same harness. A half-built environment is removed; `.gpuenv-ready` marks a complete one.
+~/.cache/gpuenv/envs/<first 16 hex of sha256(python + lock + this checkout's path)>, is reused while
+the lock is the same, and gets gpuenv itself from this checkout (editable, no dependencies), so every
+environment runs the same harness as the command that starts it. A half-built environment is removed; `.gpuenv-ready` marks a complete one.
 """
 
 from __future__ import annotations
@@ -61,8 +61,11 @@ def find_python(version: str) -> str:
     return version
 
 
-def env_key(lock: str, python: str) -> str:
-    return hashlib.sha256(f"python {python}\n{lock}".encode()).hexdigest()[:16]
+def env_key(lock: str, python: str, source: Path = ROOT) -> str:
+    """The environment's name: its Python, its lock, and the checkout whose gpuenv it installs
+    (editable): an environment built for another clone runs that clone's harness, or none once the
+    clone is gone, so each checkout gets its own."""
+    return hashlib.sha256(f"python {python}\n{lock}\ngpuenv {source}".encode()).hexdigest()[:16]
 
 
 @dataclass

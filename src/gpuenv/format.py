@@ -31,11 +31,6 @@ def duration(s: float) -> str:
     return f"{s / 86400:.1f} days"
 
 
-def label(r: dict) -> str:
-    c = r["case"]
-    return f"{c['backend']}:{c['variant']}"
-
-
 _PALETTE = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
 _COLOURS: dict[str, str] = {}
 
@@ -51,12 +46,6 @@ def html_table(head: list[str], rows: list[list[Any]], cls: str) -> str:
     h = "".join(f"<th>{attr(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{attr(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def host_memory(summary: dict) -> str:
-    """A summary's host memory cell: "MiB (MiB per env)", "-" where it was not measured."""
-    host, per = summary.get("host_memory_mib"), summary.get("host_memory_mib_per_env")
-    return "-" if host is None else f"{host:,.0f} ({per:,.1f})"
 
 
 attr = escape.html  # a value for an HTML attribute or text: every record value in a page goes through it

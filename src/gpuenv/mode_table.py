@@ -10,6 +10,7 @@ mode instead of branching on it. A new mode is one package and one line in MODE_
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 # measurement_mode string -> the package that implements it.
@@ -48,8 +49,17 @@ def mode_for_kind(kind: str) -> Any:
     raise _unknown("suite kind", kind, [m.suite_kind for m in all_modes()])
 
 
-def of(record: dict) -> Any:
-    return get_mode(record["measurement_mode"])
+def of(record: Any) -> Any:
+    """The mode of a validated record (gpuenv.results.schema.Record)."""
+    return get_mode(record.measurement_mode)
+
+
+def by_mode(records: list[Any]) -> Iterator[tuple[Any, list[Any]]]:
+    """(mode, its records) for each mode that has any, in the table's order."""
+    for mode in all_modes():
+        mine = [r for r in records if r.measurement_mode == mode.name]
+        if mine:
+            yield mode, mine
 
 
 def record_model(mode: str) -> Any:

@@ -11,6 +11,10 @@ from typing import Any
 from gpuenv.claims.register import Claim, load_register
 from gpuenv.format import duration
 from gpuenv.modes import of
+from gpuenv.modes.base import StepRate
+from gpuenv.results.schema import Record
+
+Candidate = tuple[Record, str]  # a record and where the store keeps it
 
 
 @dataclass
@@ -18,12 +22,12 @@ class Measured:
     value: float
     ci_low: float
     ci_high: float
-    record: dict
+    record: Record
     path: str = ""
 
     @property
     def case_key(self) -> str:
-        return self.record["case_key"]
+        return self.record.case_key
 
 
 @dataclass
@@ -49,16 +53,15 @@ class Result:
                 "differences": self.differences, "to_check": self.to_check, "detail": self.detail}
 
 
-def machine_label(record: dict) -> str:
-    m = record["where"]["machine"]
-    gpus = m.get("gpus") or []
-    gpu = f", GPU {gpus[0].get('name')}" if gpus else ", no GPU"
-    return f"{m.get('cpu_model') or 'unknown CPU'} ({m.get('cpu_logical')} logical cores){gpu}"
+def machine_label(record: Record) -> str:
+    m = record.where.machine
+    gpu = f", GPU {m.gpus[0].name}" if m.gpus else ", no GPU"
+    return f"{m.cpu_model or 'unknown CPU'} ({m.cpu_logical} logical cores){gpu}"
 
 
-def device_class(record: dict) -> str:
-    """Where a record's simulator ran: "cpu", "gpu" or "tpu" (from what.device: "cpu", "gpu:NAME", "tpu:KIND")."""
-    kind = str(record["what"].get("device", "cpu")).split(":", 1)[0].lower()
+def device_class(record: Record) -> str:
+    """Where a record's simulator ran: "cpu", "gpu" or "tpu" (from the mode's device: "cpu", "gpu:NAME", "tpu:KIND")."""
+    kind = str(of(record).device(record) or "cpu").split(":", 1)[0].lower()
     return kind if kind in ("gpu", "tpu") else "cpu"
 
 
@@ -67,55 +70,61 @@ def _split(selector: str) -> tuple[str, str | None]:
     return b, v or None
 
 
-def candidates(records: list[tuple[dict, str]], selector: str, task: str) -> list[tuple[dict, str]]:
+def candidates(records: list[Candidate], selector: str, task: str) -> list[Candidate]:
     backend, variant = _split(selector)
     return [(r, p) for r, p in records
-            if r.get("status") == "ok" and of(r).step_rate(r) is not None and r["case"]["backend"] == backend
-            and (variant is None or r["case"]["variant"] == variant) and r["case"]["task"] == task]
+            if r.status == "ok" and of(r).step_rate(r) is not None and r.case.backend == backend
+            and (variant is None or r.case.variant == variant) and r.case.task == task]
 
 
-def closest(cands: list[tuple[dict, str]], num_envs: int | None) -> tuple[dict, str] | None:
+def closest(cands: list[Candidate], num_envs: int | None) -> Candidate | None:
     """From the newest run that has the case (one machine for every claim it can), the record at
     the claim's num_envs, else the nearest on a log scale; with no num_envs stated, the largest
     measured (where a throughput claim is usually made); of equals the fastest (a claim about a
     backend, not one of its variants)."""
     if not cands:
         return None
-    newest = max(rp[0].get("run_id", "") for rp in cands)
-    mine = [rp for rp in cands if rp[0].get("run_id", "") == newest]
+    newest = max(rp[0].run_id for rp in cands)
+    mine = [rp for rp in cands if rp[0].run_id == newest]
 
-    def key(rp: tuple[dict, str]) -> tuple[float, float]:
-        r = rp[0]
-        n = r["case"]["num_envs"]
-        return (-n if num_envs is None else abs(math.log(n / num_envs)), -_rate(r)[0])
+    def key(rp: Candidate) -> tuple[float, float]:
+        n = rp[0].case.num_envs
+        return (-n if num_envs is None else abs(math.log(n / num_envs)), -_step(rp[0]).median)
 
     return min(mine, key=key)
 
 
-def in_run(cands: list[tuple[dict, str]], run_id: str, num_envs: int) -> tuple[dict, str] | None:
+def in_run(cands: list[Candidate], run_id: str, num_envs: int) -> Candidate | None:
     """The candidate of this run at exactly this num_envs (the fastest variant of equals)."""
-    mine = [rp for rp in cands if rp[0].get("run_id") == run_id and rp[0]["case"]["num_envs"] == num_envs]
-    return max(mine, key=lambda rp: _rate(rp[0])[0]) if mine else None
+    mine = [rp for rp in cands if rp[0].run_id == run_id and rp[0].case.num_envs == num_envs]
+    return max(mine, key=lambda rp: _step(rp[0]).median) if mine else None
 
 
-def _rate(record: dict) -> tuple[float, float, float]:
-    s = record["summary"]["env_steps_per_s"]
-    return s["median"], s["ci_low"], s["ci_high"]
+def _step(record: Record) -> StepRate:
+    """The stepping rate of a candidate (candidates() keeps only records that have one)."""
+    step = of(record).step_rate(record)
+    assert step is not None, record.case_key
+    return step
 
 
-def rate_in(record: dict, unit: str, frame_skip: int) -> tuple[float, float, float]:
+def _rate(record: Record) -> tuple[float, float, float]:
+    s = _step(record)
+    return s.median, s.ci_low, s.ci_high
+
+
+def rate_in(record: Record, unit: str, frame_skip: int) -> tuple[float, float, float]:
     """The record's env steps/s in the claim's unit."""
-    v, lo, hi = _rate(record)
+    s = _step(record)
     if unit == "frames/s":
         f = frame_skip
     elif unit == "physics steps/s":
-        f = int(record["what"]["physics"].get("frame_skip") or 1)
+        f = s.physics_per_step
     else:
         f = 1
-    return v * f, lo * f, hi * f
+    return s.median * f, s.ci_low * f, s.ci_high * f
 
 
-def _measured(rp: tuple[dict, str], unit: str, frame_skip: int) -> Measured:
+def _measured(rp: Candidate, unit: str, frame_skip: int) -> Measured:
     v, lo, hi = rate_in(rp[0], unit, frame_skip)
     return Measured(v, lo, hi, rp[0], rp[1])
 
@@ -141,7 +150,7 @@ def _bench_cmd(selector: str, task: str, num_envs: int | None, extra: str = "") 
     return f"gpuenv bench --backend {selector} --task {task}{n}{extra}"
 
 
-def _hardware_differences(claim: Claim, record: dict) -> list[str]:
+def _hardware_differences(claim: Claim, record: Record) -> list[str]:
     out = []
     measured = device_class(record)
     if claim.hardware_class != "unstated" and claim.hardware_class != measured:
@@ -154,7 +163,7 @@ def _hardware_differences(claim: Claim, record: dict) -> list[str]:
     return out
 
 
-def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
+def check_claim(claim: Claim, records: list[Candidate]) -> Result:
     c = claim.check
     if c.kind == "arithmetic":
         seconds = c.steps / c.rate
@@ -173,7 +182,7 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
             return Result(claim, "not measured", to_check=f"{run} (on {hw})", differences=list(claim.notes))
         m = _measured(pick, claim.unit, c.frame_skip)
         diffs = _hardware_differences(claim, m.record)
-        n = m.record["case"]["num_envs"]
+        n = m.record.case.num_envs
         if c.num_envs and n != c.num_envs:
             diffs.append(f"num_envs: claimed at {c.num_envs}, closest measured {n}")
         if claim.unit == "frames/s" and c.frame_skip != 1:
@@ -182,7 +191,7 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
         res = Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs,
                      to_check=f"{run} on {hw}" if device_class(m.record) != claim.hardware_class != "unstated" else "")
         if c.protocol_backend:  # the claim's protocol, at the same size in the same run: only the protocol differs
-            proto = in_run(candidates(records, c.protocol_backend, c.task), m.record["run_id"], n)
+            proto = in_run(candidates(records, c.protocol_backend, c.task), m.record.run_id, n)
             if proto is None:
                 res.differences.append(f"the claim's own protocol ({c.protocol_backend}) is not measured in the same run yet: "
                                        f"{_bench_cmd(c.protocol_backend, c.task, n)} --backend {c.backend}")
@@ -198,7 +207,7 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
         den = candidates(records, c.denominator, c.task)
         run = f"{_bench_cmd(c.numerator, c.task, c.num_envs)} --backend {c.denominator}"
         # both sides from one run (one machine, one time): the newest run that has both at some size
-        pairs = {(rp[0]["run_id"], rp[0]["case"]["num_envs"]) for rp in num} & {(rp[0]["run_id"], rp[0]["case"]["num_envs"]) for rp in den}
+        pairs = {(rp[0].run_id, rp[0].case.num_envs) for rp in num} & {(rp[0].run_id, rp[0].case.num_envs) for rp in den}
         if not pairs:
             return Result(claim, "not measured", to_check=run, differences=list(claim.notes))
         newest = max(rid for rid, _ in pairs)
@@ -213,27 +222,25 @@ def check_claim(claim: Claim, records: list[tuple[dict, str]]) -> Result:
         if c.num_envs and n != c.num_envs:
             diffs.append(f"num_envs: claimed at {c.num_envs}, closest measured {n}")
         diffs += claim.notes
-        detail = f"{c.numerator} {va:,.0f} / {c.denominator} {vb:,.0f} env steps/s at {n} envs ({b[0]['case_key']})"
+        detail = f"{c.numerator} {va:,.0f} / {c.denominator} {vb:,.0f} env steps/s at {n} envs ({b[0].case_key})"
         return Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs, detail=detail)
     # phase: the case's own rate over its rate through the phase
-    pick = closest([rp for rp in candidates(records, c.backend, c.task)
-                    if ((rp[0]["summary"].get("phases") or {}).get(c.phase) or {}).get("vs_step_reset")], c.num_envs)
+    pick = closest([rp for rp in candidates(records, c.backend, c.task) if c.phase in of(rp[0]).phase_ratios(rp[0])], c.num_envs)
     if pick is None:
         return Result(claim, "not measured", differences=list(claim.notes),
                       to_check=f"a suite with phases = [\"{c.phase}\"] on {c.backend} {c.task} (the quick suite has one: make bench)")
-    ph = pick[0]["summary"]["phases"][c.phase]
-    r = ph["vs_step_reset"]  # phase rate / the case's own rate, with its interval
-    m = Measured(1 / r["median"], 1 / r["ci_high"], 1 / r["ci_low"], pick[0], pick[1])
+    r, lo, hi = of(pick[0]).phase_ratios(pick[0])[c.phase]  # phase rate / the case's own rate, with its interval
+    m = Measured(1 / r, 1 / hi, 1 / lo, pick[0], pick[1])
     diffs = _hardware_differences(claim, pick[0]) + list(claim.notes)
     return Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs,
-                  detail=f"{c.backend} {c.task} at {pick[0]['case']['num_envs']} envs: through {c.phase} {r['median']:.2f}x its own rate")
+                  detail=f"{c.backend} {c.task} at {pick[0].case.num_envs} envs: through {c.phase} {r:.2f}x its own rate")
 
 
-def record_path(r: dict) -> str:
+def record_path(r: Record) -> str:
     """Where the store keeps a record: <run id>/<case key>.json under its results directory."""
-    return f"{r.get('run_id', '?')}/{r['case_key']}.json"
+    return f"{r.run_id}/{r.case_key}.json"
 
 
-def check_all(records: list[dict], path: Path | None = None) -> list[Result]:
+def check_all(records: list[Record], path: Path | None = None) -> list[Result]:
     pairs = [(r, record_path(r)) for r in records]
     return [check_claim(c, pairs) for c in load_register(path)]

@@ -96,29 +96,24 @@ def regressions(
     by_version: Annotated[str | None, typer.Option("--by-version", help="order each history by this library's version, e.g. brax")] = None,
 ) -> None:
     """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
-    import math
-
-    from gpuenv.history.changepoints import detect
     from gpuenv.history.load import load_records
-    from gpuenv.history.regress import describe, series_by_case
+    from gpuenv.history.regress import COLUMNS, change_points, check_min_change
 
-    if not (math.isfinite(min_change) and 0 <= min_change < 10):
-        raise UserError(f"--min-change must be a fraction in [0, 10) (got {min_change}); 0.05 means 5%")
-
+    check_min_change(min_change)  # before any record is read
     records, problems = load_records(paths or ["results"], "records")
     print_skipped(problems)
-    t = Table(title="change points (permutation test of the best split, p < 0.01)", title_justify="left")
-    for col in ("case", "at run", "before", "after", "change", "kind", "what changed"):
-        t.add_column(col)
-    found = 0
-    series = series_by_case(records, by_version)
-    for key, points in sorted(series.items()):
-        for cp in detect([v for v, _ in points], min_change=min_change):
-            found += 1
-            t.add_row(*map(markup, describe(key, points, cp)))
+    found, histories = change_points(records, min_change=min_change, by_version=by_version)
     if found:
+        t = Table(title="change points (permutation test of the best split, p < 0.01)", title_justify="left")
+        for col in COLUMNS:
+            t.add_column(col)
+        kind = COLUMNS.index("kind")
+        for f in found:
+            cells = [markup(c) for c in f.row()]
+            cells[kind] = f"[{'red' if f.regression else 'green'}]{cells[kind]}[/]"
+            t.add_row(*cells)
         console.print(t)
-    console.print(f"{found} change point(s) in {len(series)} case histories ({len(records)} records)")
+    console.print(f"{len(found)} change point(s) in {histories} case histories ({len(records)} records)")
 
 
 @app.command()
@@ -142,7 +137,7 @@ def report(
                         "skip; pass a folder inside or beside them (default results/site)")
     records, problems = load_records(paths or ["results"], "records")
     print_skipped(problems)
-    sizes = sorted({r["case"]["num_envs"] for r in records if r["status"] == "ok"})
+    sizes = sorted({r.case.num_envs for r in records if r.status == "ok"})
     if num_envs is not None and num_envs not in sizes:
         raise UserError(f"--num-envs {num_envs}: no ok record at that size (measured: {', '.join(map(str, sizes)) or 'none'})")
     try:

@@ -26,6 +26,7 @@ from gpuenv.cli.common import (
 from gpuenv.errors import UserError
 from gpuenv.escape import markup, terminal
 from gpuenv.registry import default_registry
+from gpuenv.results.schema import Record
 
 
 @app.command()
@@ -69,7 +70,7 @@ def bench(
     for reason in unavailable:
         console.print(f"[yellow]skipped[/] {markup(reason)}")
 
-    records: list[dict] = []
+    records: list[Record] = []
     interrupted = False
     stopped: RunStopped | None = None
     with Progress(
@@ -91,9 +92,9 @@ def bench(
             elif isinstance(e, CaseDone):
                 records.append(e.record)
                 r = e.record
-                head = f"[{len(records)}/{len(keys)}] {r['case_key']}"
-                if r["status"] != "ok":
-                    progress.console.print(f"{head}: [red]{r['status']}[/] ({r['failure']['kind']}) {markup(r['failure']['reason'])}")
+                head = f"[{len(records)}/{len(keys)}] {r.case_key}"
+                if r.failure is not None:
+                    progress.console.print(f"{head}: [red]{r.status}[/] ({r.failure.kind.value}) {markup(r.failure.reason)}")
                 else:
                     progress.console.print(f"{head}: {markup(mode.progress_line(r))}", highlight=False)
                 progress.advance(bar)
@@ -118,7 +119,7 @@ def bench(
     print_warnings(footnotes(records))
     for sk in plan.skipped:
         console.print(f"[dim]not run: {markup(sk)}[/]")
-    failed = [r for r in records if r["status"] != "ok"]
+    failed = [r for r in records if r.status != "ok"]
     missed = [r for r in records if mode.missed(r)]
     console.print(f"{len(records)} records written to {markup(run_dir)}")
     if stopped is not None:
@@ -127,7 +128,7 @@ def bench(
         raise UserError(f"{stopped}; the run stopped: the {len(records)} records already written are kept in {run_dir}, "
                         f"{len(stopped.not_run)} case(s) not run (listed above)")
     if interrupted:
-        done = sum(r["status"] != "interrupted" for r in records)
+        done = sum(r.status != "interrupted" for r in records)
         raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) and the interrupted case's "
                           f"record are kept in {run_dir}" if done < len(records) else
                           f"interrupted by {INTERRUPT.cause()}: the {done} finished record(s) are kept in {run_dir}")
@@ -241,14 +242,14 @@ def dispatch(
                               f"`gpuenv dispatch --rerun {d.run_dir}` runs the rest") from None
         raise Interrupted(f"detached: the tasks go on in Slurm; `gpuenv dispatch --attach {d.job_id} --out {d.run_dir.parent}` "
                           "picks the job up again") from None
-    records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: print_warnings([m])) if r["case_key"] in items]
+    records = [r for r in dsp.finish(d, mode, plan, warn=lambda m: print_warnings([m])) if r.case_key in items]
     for label in dict.fromkeys(t.version_set for t in d.tasks):  # one set of tables per version set of a sweep
         if label:
             console.print(f"[bold]{markup(label)}[/]")
         for table in tables([r for r in records if dsp.slot(r)[0] == label]):
             console.print(table)
     print_warnings(footnotes(records))
-    failed = [r for r in records if r["status"] != "ok"]
+    failed = [r for r in records if r.status != "ok"]
     console.print(f"{len(records)} records in {markup(d.run_dir)}")
     if failed:
         err_console.print(f"{len(failed)} case(s) failed; their records say why; `gpuenv dispatch --rerun {markup(d.run_dir)}` reruns only those")

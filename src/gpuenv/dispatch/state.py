@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from gpuenv.errors import UserError
 from gpuenv.inputs import read_regular
+from gpuenv.results.schema import Record
 from gpuenv.results.types import Identifier
 
 STATE = "dispatch.state"
@@ -202,11 +203,10 @@ class _StateModel(_Closed):
     filters: _Filters = _Filters()
 
 
-def slot(r: dict) -> tuple[str, str]:
+def slot(r: Record) -> tuple[str, str]:
     """(version set, case key) of a record: a sweep runs each case once per version set (a pinned
     image's records carry a version set too, but no sweep: one slot)."""
-    tags = r.get("tags") or {}
-    return (str(tags.get("version_set", "")) if "sweep" in tags else "", r["case_key"])
+    return (str(r.tags.get("version_set", "")) if "sweep" in r.tags else "", r.case_key)
 
 
 def batches(items: list[Any], per_task: int) -> list[tuple[str, list[str]]]:

@@ -13,6 +13,7 @@ from gpuenv.dispatch.state import Dispatch, Task, _epoch, slot
 from gpuenv.dispatch.submit import _submit_local, task_image
 from gpuenv.errors import UserError
 from gpuenv.escape import markup
+from gpuenv.results.schema import Record
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY",
             "BOOT_FAIL", "DEADLINE", "REVOKED", "FINISHED", "INTERRUPTED"}
@@ -82,31 +83,32 @@ def _states(d: Dispatch) -> dict[int, tuple[str, str]]:
     return out
 
 
-def _records(d: Dispatch) -> list[dict]:
+def _records(d: Dispatch) -> list[Record]:
+    from gpuenv.results.schema import typed
     from gpuenv.results.store import load_dir
 
     records, _ = load_dir(d.run_dir)
-    return sorted(records, key=lambda r: r["created_utc"])
+    return sorted(map(typed, records), key=lambda r: r.created_utc)
 
 
-def by_task(d: Dispatch, records: list[dict]) -> dict[str, dict[str, dict]]:
+def by_task(d: Dispatch, records: list[Record]) -> dict[str, dict[str, Record]]:
     """{task token: {case key: its record}}: records belong to the task whose token they carry (job
     ids repeat: local pids). The failed record the dispatcher wrote for a task stands over that
     task's own interrupted one, whichever was written first."""
-    out: dict[str, dict[str, dict]] = {}
+    out: dict[str, dict[str, Record]] = {}
     for r in records:
-        token = (r["where"].get("scheduler") or {}).get("task")
+        token = r.where.scheduler.task if r.where.scheduler else None
         if not token:
             continue
         mine = out.setdefault(token, {})
-        old = mine.get(r["case_key"])
-        if old is not None and (old.get("failure") or {}).get("kind") == "scheduler" and r["status"] == "interrupted":
+        old = mine.get(r.case_key)
+        if old is not None and old.failure is not None and old.failure.kind == "scheduler" and r.status == "interrupted":
             continue
-        mine[r["case_key"]] = r
+        mine[r.case_key] = r
     return out
 
 
-def current(d: Dispatch, records: list[dict]) -> dict[tuple[str, str], dict]:
+def current(d: Dispatch, records: list[Record]) -> dict[tuple[str, str], Record]:
     """The record of each (version set, case) from its newest task (a rerun's over the first run's),
     else the latest."""
     latest = {slot(r): r for r in records}
@@ -119,7 +121,7 @@ def current(d: Dispatch, records: list[dict]) -> dict[tuple[str, str], dict]:
 
 
 def latest_ok(d: Dispatch) -> set[tuple[str, str]]:
-    return {k for k, r in current(d, _records(d)).items() if r["status"] == "ok"}
+    return {k for k, r in current(d, _records(d)).items() if r.status == "ok"}
 
 
 def live(d: Dispatch) -> list[Task]:
@@ -156,7 +158,7 @@ def wait(d: Dispatch, console: Any, poll_s: float = 2.0) -> None:
             time.sleep(poll_s)
 
 
-def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
+def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[Record]:
     """A failed record for each case of a task that ended without its record (kind `scheduler` with
     the scheduler's state; `crashed` when the task completed but wrote nothing for it), and for a case
     the scheduler stopped mid-run (its own `interrupted` record is kept). Only a case's newest task
@@ -179,7 +181,7 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
                 continue
             rec = have.get(k)
             completed = state in ("COMPLETED", "FINISHED") and "without a result" not in reason
-            if rec is not None and not (rec["status"] == "interrupted" and not completed):
+            if rec is not None and not (rec.status == "interrupted" and not completed):
                 continue
             if k not in plan_items:
                 warn(f"{k}: no longer a case of suite '{plan.suite}' (the suite changed since the dispatch): no record written for it")
@@ -192,10 +194,8 @@ def finish(d: Dispatch, mode: Any, plan: Any, warn: Any = print) -> list[dict]:
                 kind, why = "scheduler", f"the scheduler ended task {t.index} ({t.job_id}) as {reason} before the case wrote its record"
             where = {**base, "scheduler": {**task_facts(d, t), "state": state}}
             ctx = RecordContext(plan.suite, d.run_id, where)
-            rec = mode.build_record(plan_items[k], [Outcome(0, None, failure(kind, why, 0, _task_log(d, t)))], ctx)
-            if t.tags:
-                rec["tags"] = t.tags
-            write_record(d.run_dir, rec)
+            new = mode.build_record(plan_items[k], [Outcome(0, None, failure(kind, why, 0, _task_log(d, t)))], ctx)
+            write_record(d.run_dir, {**new, "tags": t.tags} if t.tags else new)  # the task's tags, as its own records carry
     cur = current(d, _records(d))
     return [cur[k] for k in newest if k in cur]
 

@@ -19,16 +19,17 @@ from pathlib import Path
 from gpuenv.errors import UserError
 from gpuenv.modes import of
 from gpuenv.pins import version_key
+from gpuenv.results.schema import Record
 from gpuenv.results.types import GIT_SHA, PACKAGE_NAME
 from gpuenv.run.provenance import tracked_packages
 
 ENV_NAME = "existing-gpuenv"
 
 
-def machine_name(r: dict) -> str:
-    m = r["where"]["machine"]
-    gpu = "; ".join(g.get("name", "?") for g in m.get("gpus", [])) or "nogpu"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{m.get('cpu_model')}-{m.get('cpu_logical')}c-{gpu}").strip("-")
+def machine_name(r: Record) -> str:
+    m = r.where.machine
+    gpu = "; ".join(g.name for g in m.gpus) or "nogpu"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{m.cpu_model}-{m.cpu_logical}c-{gpu}").strip("-")
 
 
 def tracked_libraries() -> tuple[str, ...]:
@@ -36,18 +37,16 @@ def tracked_libraries() -> tuple[str, ...]:
     return tuple(p for p in tracked_packages() if p != "gpuenv")
 
 
-def benchmark_name(r: dict) -> str:
+def benchmark_name(r: Record) -> str:
     return of(r).asv_benchmark(r)
 
 
-def value(r: dict) -> float:
+def value(r: Record) -> float:
     return of(r).asv_value(r)
 
 
-def param(r: dict) -> str:
-    c = r["case"]
-    trainer = f"/{c['trainer']}" if "trainer" in c else ""
-    return f"{c['backend']}:{c['variant']}{trainer}@{c['num_envs']}"
+def param(r: Record) -> str:
+    return of(r).asv_param(r)
 
 
 def commit_date_ms(repo: Path, sha: str) -> int | None:
@@ -60,12 +59,12 @@ def commit_date_ms(repo: Path, sha: str) -> int | None:
     return int(out) * 1000 if r.returncode == 0 and out.isdigit() else None
 
 
-def release_timeline(records: list[dict], library: str, where: Path) -> dict[str, str]:
+def release_timeline(records: list[Record], library: str, where: Path) -> dict[str, str]:
     """A git repository with one commit per release of `library` seen in the records (tagged
     `<library>-<version>`, in version order), so asv draws history against library versions. Returns
     {version: commit sha}. The records' `where.git.sha` is replaced by the release's commit."""
     check_library(library)
-    versions = sorted({r["where"]["packages"].get(library) for r in records if r["where"]["packages"].get(library)}, key=version_key)
+    versions = sorted({v for r in records if (v := r.where.packages.get(library))}, key=version_key)
     if not versions:
         raise UserError(f"no record says which {library} version it ran with")
     import os
@@ -115,22 +114,19 @@ def check_library(name: str) -> str:
     return name
 
 
-def import_records(records: list[dict], results_dir: Path, repo: Path, by_version: str | None = None) -> tuple[int, list[str]]:
+def _at_commit(r: Record, sha: str) -> Record:
+    """A copy of the record that says it ran at `sha` (its place on a release timeline)."""
+    where = r.where.model_copy(update={"git": r.where.git.model_copy(update={"sha": sha})})
+    return r.model_copy(update={"where": where})
+
+
+def import_records(records: list[Record], results_dir: Path, repo: Path, by_version: str | None = None) -> tuple[int, list[str]]:
     """Write asv results for every ok record whose commit is in `repo`; returns (results written,
     one message per record left out). With by_version, the records are placed on a release timeline
     of that library instead (see release_timeline) and `repo` is that timeline."""
     if by_version:
-        import copy
-
         shas = release_timeline(records, by_version, repo)
-        placed = []
-        for r in records:
-            v = r["where"]["packages"].get(by_version)
-            if v in shas:
-                r = copy.deepcopy(r)
-                r["where"]["git"]["sha"] = shas[v]
-                placed.append(r)
-        records = placed
+        records = [_at_commit(r, shas[v]) for r in records if (v := r.where.packages.get(by_version)) in shas]
     try:
         from asv.results import Results
         from asv.runner import BenchmarkResult
@@ -138,14 +134,14 @@ def import_records(records: list[dict], results_dir: Path, repo: Path, by_versio
     except ImportError:
         raise UserError("asv is not installed: pip install 'gpuenv[history]'") from None
     skipped: list[str] = []
-    groups: dict[tuple[str, str, tuple], list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, str, tuple], list[Record]] = defaultdict(list)
     libraries = tracked_libraries()
     for r in records:
-        sha = r["where"]["git"].get("sha")
-        if r["status"] != "ok" or not sha:
-            skipped.append(f"{r['case_key']} ({r['run_id']}): {'not ok' if r['status'] != 'ok' else 'no commit recorded'}")
+        sha = r.where.git.sha
+        if r.status != "ok" or not sha:
+            skipped.append(f"{r.case_key} ({r.run_id}): {'not ok' if r.status != 'ok' else 'no commit recorded'}")
             continue
-        versions = tuple((k, r["where"]["packages"].get(k) or "none") for k in libraries)
+        versions = tuple((k, r.where.packages.get(k) or "none") for k in libraries)
         groups[(machine_name(r), sha, versions)].append(r)
 
     benchmarks: dict[str, dict] = {}
@@ -172,28 +168,27 @@ def import_records(records: list[dict], results_dir: Path, repo: Path, by_versio
     for (machine, sha, versions), recs in groups.items():
         date = commit_date_ms(repo, sha)
         if date is None:
-            skipped += [f"{r['case_key']} ({r['run_id']}): commit {sha[:8]} is not in {repo}" for r in recs]
+            skipped += [f"{r.case_key} ({r.run_id}): commit {sha[:8]} is not in {repo}" for r in recs]
             continue
-        m = recs[0]["where"]["machine"]
-        gpus = m.get("gpus", [])
+        m = recs[0].where.machine
         machine_info = {
             "machine": machine,
-            "os": m.get("os", ""),
+            "os": m.os,
             "arch": "x86_64",
-            "cpu": m.get("cpu_model", ""),
-            "num_cpu": str(m.get("cpu_logical", "")),
-            "ram": f"{m.get('memory_gib', '')} GiB",
-            "gpu": "; ".join(g.get("name", "?") for g in gpus) or "none",
-            "driver": "; ".join(g.get("driver", "?") for g in gpus) or "none",
+            "cpu": m.cpu_model or "",
+            "num_cpu": str(m.cpu_logical or ""),
+            "ram": f"{'' if m.memory_gib is None else m.memory_gib} GiB",
+            "gpu": "; ".join(g.name for g in m.gpus) or "none",
+            "driver": "; ".join(g.driver for g in m.gpus) or "none",
             "version": 1,
         }
         (results_dir / machine).mkdir(exist_ok=True)
         write_json(results_dir / machine / "machine.json", machine_info, api_version=1)
-        params = {**machine_info, "python": m.get("python", "").rsplit(".", 1)[0], **dict(versions)}
+        params = {**machine_info, "python": m.python.rsplit(".", 1)[0], **dict(versions)}
         params.pop("version")
         res = Results(params, {}, sha, date, params["python"], ENV_NAME, {})
         by_bench: dict[str, dict[str, float]] = defaultdict(dict)
-        for r in sorted(recs, key=lambda r: r["created_utc"]):
+        for r in sorted(recs, key=lambda r: r.created_utc):
             by_bench[benchmark_name(r)][param(r)] = value(r)  # the latest record of a case counts
         for name, vals in by_bench.items():
             order = [ast.literal_eval(v) for v in benchmarks[name]["params"][0]]

@@ -13,29 +13,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuenv.modes import of
+from gpuenv.results.schema import Record
 
 FASTER, SLOWER, SAME = "faster", "slower", "no detectable change"
 LESS, MORE = "less memory", "more memory"
 
 
-def _gpus(r: dict) -> str:
-    return "; ".join(g.get("name", "?") for g in r["where"]["machine"].get("gpus", [])) or "none"
+def _gpus(r: Record) -> str:
+    return "; ".join(g.name for g in r.where.machine.gpus) or "none"
 
 
-def _drivers(r: dict) -> str:
-    return "; ".join(g.get("driver", "?") for g in r["where"]["machine"].get("gpus", [])) or "none"
+def _drivers(r: Record) -> str:
+    return "; ".join(g.driver for g in r.where.machine.gpus) or "none"
 
 
 # What must match for two runs to be comparable: (label, getter).
 IDENTITY = (
-    ("cpu", lambda r: r["where"]["machine"].get("cpu_model")),
-    ("cpu cores", lambda r: r["where"]["machine"].get("cpu_logical")),
+    ("cpu", lambda r: r.where.machine.cpu_model),
+    ("cpu cores", lambda r: r.where.machine.cpu_logical),
     ("gpus", _gpus),
     ("driver", _drivers),
 )
 
 
-def differences(old: list[dict], new: list[dict]) -> dict[str, tuple[str, str]]:
+def differences(old: list[Record], new: list[Record]) -> dict[str, tuple[str, str]]:
     out = {}
     for label, get in IDENTITY:
         a = sorted({str(get(r)) for r in old})
@@ -45,7 +46,7 @@ def differences(old: list[dict], new: list[dict]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def speed_differences(pairs: list[tuple[dict, dict]]) -> tuple[list[tuple[str, str]], int]:
+def speed_differences(pairs: list[tuple[Record, Record]]) -> tuple[list[tuple[str, str]], int]:
     """(case key, why) for each OLD/NEW pair whose machine-speed fingerprints are beyond their noise
     apart, and how many pairs lack a fingerprint on either side (records older than the fingerprint)."""
     from gpuenv.measure.fingerprint import differs
@@ -57,14 +58,14 @@ def speed_differences(pairs: list[tuple[dict, dict]]) -> tuple[list[tuple[str, s
         if fa is None or fb is None:
             missing += 1
         elif why := differs(fa, fb):
-            apart.append((b["case_key"], why))
+            apart.append((b.case_key, why))
     return apart, missing
 
 
-def version_changes(old: list[dict], new: list[dict]) -> dict[str, tuple[str | None, str | None]]:
+def version_changes(old: list[Record], new: list[Record]) -> dict[str, tuple[str | None, str | None]]:
     """Library versions that differ between the two sides (informational, never a refusal)."""
-    a = old[0]["where"]["packages"]
-    b = new[0]["where"]["packages"]
+    a = old[0].where.packages
+    b = new[0].where.packages
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
@@ -82,7 +83,7 @@ class Row:
     regressed: bool
 
 
-def compare_case(old: dict, new: dict, threshold: float) -> Row:
+def compare_case(old: Record, new: Record, threshold: float) -> Row:
     mode = of(new)
     ratio, lo, hi = mode.ratio(new, old)
     o, n = mode.headline(old).value, mode.headline(new).value
@@ -93,10 +94,10 @@ def compare_case(old: dict, new: dict, threshold: float) -> Row:
         verdict = FASTER if hi < 1 else (SLOWER if lo > 1 else SAME)
         change = 1 / ratio - 1
     regressed = verdict == SLOWER and -change > threshold
-    return Row(new["case_key"], mode.headline(new).unit, o, n, ratio, lo, hi, verdict, change, regressed)
+    return Row(new.case_key, mode.headline(new).unit, o, n, ratio, lo, hi, verdict, change, regressed)
 
 
-def memory_rows(old: dict, new: dict, threshold: float) -> list[Row]:
+def memory_rows(old: Record, new: Record, threshold: float) -> list[Row]:
     """NEW/OLD of each memory peak both records measured, median over workers with a bootstrap
     interval; more memory by more than `threshold` is a regression, like a slowdown."""
     from gpuenv.measure import stats
@@ -113,38 +114,38 @@ def memory_rows(old: dict, new: dict, threshold: float) -> list[Row]:
         change = 1 / r.median - 1  # + = better (less memory)
         regressed = verdict == MORE and r.median - 1 > threshold
         o, n = float(stats.upper_median(a) or 0.0), float(stats.upper_median(b) or 0.0)
-        rows.append(Row(new["case_key"], f"{metric.name} {metric.unit}", o, n, r.median, r.ci_low, r.ci_high, verdict, change, regressed))
+        rows.append(Row(new.case_key, f"{metric.name} {metric.unit}", o, n, r.median, r.ci_low, r.ci_high, verdict, change, regressed))
     return rows
 
 
-def match_key(r: dict, by: str = "workload") -> tuple[str, str]:
-    return (r["measurement_mode"], r["workload_id"] if by == "workload" else r["case_key"])
+def match_key(r: Record, by: str = "workload") -> tuple[str, str]:
+    return (r.measurement_mode, r.workload_id if by == "workload" else r.case_key)
 
 
-def match(old: list[dict], new: list[dict], by: str = "workload") -> tuple[list[tuple[dict, dict]], list[str], list[str]]:
+def match(old: list[Record], new: list[Record], by: str = "workload") -> tuple[list[tuple[Record, Record]], list[str], list[str]]:
     """Pairs of ok records of the same workload (or case key); case keys only in OLD; only in NEW (a
     key on both sides with different workloads is on both lists, marked). When a side has several
     records of one workload (several runs), the latest counts."""
-    def latest(records: list[dict]) -> dict[tuple[str, str], dict]:
-        out: dict[tuple[str, str], dict] = {}
-        for r in sorted(records, key=lambda r: r["created_utc"]):
-            if r["status"] == "ok":
+    def latest(records: list[Record]) -> dict[tuple[str, str], Record]:
+        out: dict[tuple[str, str], Record] = {}
+        for r in sorted(records, key=lambda r: r.created_utc):
+            if r.status == "ok":
                 out[match_key(r, by)] = r
         return out
 
     a, b = latest(old), latest(new)
     pairs = [(a[k], b[k]) for k in a if k in b]
-    keys_a = {r["case_key"] for r in a.values()}
-    keys_b = {r["case_key"] for r in b.values()}
+    keys_a = {r.case_key for r in a.values()}
+    keys_b = {r.case_key for r in b.values()}
     only_a = sorted({_lonely(r, keys_b) for k, r in a.items() if k not in b})
     only_b = sorted({_lonely(r, keys_a) for k, r in b.items() if k not in a})
     return pairs, only_a, only_b
 
 
-def _lonely(r: dict, other_keys: set[str]) -> str:
-    if r["case_key"] in other_keys:
-        return f"{r['case_key']} (same case key, different workload: measurement settings or physics differ; --by-case compares anyway)"
-    return r["case_key"]
+def _lonely(r: Record, other_keys: set[str]) -> str:
+    if r.case_key in other_keys:
+        return f"{r.case_key} (same case key, different workload: measurement settings or physics differ; --by-case compares anyway)"
+    return r.case_key
 
 
 @dataclass
@@ -179,7 +180,7 @@ def check_threshold(threshold: float) -> float:
     return threshold
 
 
-def read_sides(old: list[str], new: str) -> tuple[list[dict], list[dict], list[str]]:
+def read_sides(old: list[str], new: str) -> tuple[list[Record], list[Record], list[str]]:
     """(OLD records, NEW records, one line per file skipped) for compare_runs."""
     from gpuenv.history.load import load_records
 
@@ -188,7 +189,7 @@ def read_sides(old: list[str], new: str) -> tuple[list[dict], list[dict], list[s
     return old_recs, new_recs, p1 + p2
 
 
-def compare_runs(old_recs: list[dict], new_recs: list[dict], threshold: float = 0.10, *, allow_different: bool = False,
+def compare_runs(old_recs: list[Record], new_recs: list[Record], threshold: float = 0.10, *, allow_different: bool = False,
                  by_case: bool = False) -> Comparison:
     """Pair OLD's and NEW's records (by workload, or by case key) and compare each pair; UserError
     where the runs are not comparable (other hardware, other machine speeds) unless allowed."""

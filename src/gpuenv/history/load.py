@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuenv.errors import UserError
-from gpuenv.results.schema import load
+from gpuenv.results.schema import Record, load, typed
 from gpuenv.results.store import load_dir, record_digest
 
 
@@ -20,9 +20,10 @@ def checked_paths(values: list[str] | list[Path]) -> list[Path]:
     return out
 
 
-def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[list[dict], list[str]]:
-    """(valid records, each once; one message per skipped file). A path that does not exist or
-    holds no valid record is an error; a corrupt file among good ones is skipped and named."""
+def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[list[Record], list[str]]:
+    """(valid records, each once, as their modes' models; one message per skipped file). A path that
+    does not exist or holds no valid record is an error; a corrupt file among good ones is skipped
+    and named."""
     records: list[dict] = []
     problems: list[str] = []
     for p in checked_paths(paths):
@@ -46,12 +47,12 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
     if not records:
         raise UserError(f"no valid {what} in {', '.join(map(str, paths))}" + (f" ({problems[0]})" if problems else ""))
     seen: set[str] = set()
-    unique = []
+    unique: list[Record] = []
     for r in records:
         key = record_digest(r)
         if key not in seen:
             seen.add(key)
-            unique.append(r)
+            unique.append(typed(r))
     if len(unique) < len(records):
         problems.append(f"{len(records) - len(unique)} duplicate record file(s): the same record in several files is read once")
     return unique, problems

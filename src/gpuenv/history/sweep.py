@@ -23,7 +23,7 @@ from pathlib import Path
 from gpuenv import envs
 from gpuenv.errors import UserError
 from gpuenv.pins import package_name, version
-from gpuenv.results.schema import TAGS_ENV
+from gpuenv.results.schema import TAGS_ENV, Record
 
 ROOT = envs.ROOT
 def parse_spec(spec: str) -> tuple[str, list[str]]:
@@ -157,22 +157,26 @@ def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> Vers
     return vs
 
 
-def collect(sets: list[VersionSet]) -> dict[str, list[tuple[str, dict]]]:
+Series = dict[str, list[tuple[str, Record]]]  # case key -> [(version set label, record)]
+
+
+def collect(sets: list[VersionSet]) -> Series:
     """case key -> [(version set label, record)] in sweep order (failed records too: a version that
     cannot run a case says why)."""
+    from gpuenv.results.schema import typed
     from gpuenv.results.store import load_dir
 
-    out: dict[str, list[tuple[str, dict]]] = {}
+    out: Series = {}
     for vs in sets:
         if not vs.run_dir or not vs.run_dir.exists():
             continue
         records, _ = load_dir(vs.run_dir)
-        for r in sorted(records, key=lambda r: r["case_key"]):
-            out.setdefault(r["case_key"], []).append((vs.label, r))
+        for r in sorted(map(typed, records), key=lambda r: r.case_key):
+            out.setdefault(r.case_key, []).append((vs.label, r))
     return out
 
 
-def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Path) -> None:
+def plot(series: Series, labels: list[str], path: Path) -> None:
     from gpuenv.escape import mathtext, pyplot
 
     plt = pyplot()
@@ -182,7 +186,7 @@ def plot(series: dict[str, list[tuple[str, dict]]], labels: list[str], path: Pat
 
     units = set()
     for key, pts in sorted(series.items()):
-        pts = [(lbl, r) for lbl, r in pts if r["status"] == "ok"]
+        pts = [(lbl, r) for lbl, r in pts if r.status == "ok"]
         xs = [labels.index(lbl) for lbl, _ in pts]
         hs = [of(r).headline(r) for _, r in pts]
         units |= {h.unit for h in hs}
@@ -209,7 +213,7 @@ class Cell:
     change_pct: float | None = None
 
 
-def table(series: dict[str, list[tuple[str, dict]]], labels: list[str], threshold: float = 0.10) -> list[tuple[str, list[Cell]]]:
+def table(series: Series, labels: list[str], threshold: float = 0.10) -> list[tuple[str, list[Cell]]]:
     """(case key, a cell per version set in `labels` order) for `gpuenv sweep`'s table."""
     from gpuenv.history.compare import compare_case
     from gpuenv.modes import of
@@ -221,8 +225,8 @@ def table(series: dict[str, list[tuple[str, dict]]], labels: list[str], threshol
         prev = None
         for lbl in labels:
             r = by.get(lbl)
-            if r is None or r["status"] != "ok":
-                cells.append(Cell(r["failure"]["kind"] if r else "-", False))
+            if r is None or r.failure is not None:
+                cells.append(Cell(r.failure.kind.value if r and r.failure else "-", False))
                 prev = None
                 continue
             h = of(r).headline(r)

@@ -19,10 +19,14 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psutil
+
+from gpuenv.results.models import Fingerprint, RecordBase, SpeedBand
+
+R = TypeVar("R", bound=RecordBase)
 
 METHOD = "gpuenv-ref-1"  # change it when the workload changes: fingerprints of two methods never compare
 REPEATS = 7
@@ -40,7 +44,7 @@ def _loop(n: int) -> int:
     return acc
 
 
-def _band(rates: list[float]) -> dict[str, float]:
+def _speed_band(rates: list[float]) -> dict[str, float]:
     s = sorted(rates)
     return {"median": float(np.median(s)), "low": s[1] if len(s) > 2 else s[0], "high": s[-2] if len(s) > 2 else s[-1]}
 
@@ -91,8 +95,8 @@ def measure() -> dict[str, Any]:
         steal_pct = round(100 * max(0.0, steal - before.steal) / (wall * (psutil.cpu_count() or 1)), 1)
     return {
         "method": METHOD,
-        "python_mops": _band(py),
-        "memory_gbs": _band(mem),
+        "python_mops": _speed_band(py),
+        "memory_gbs": _speed_band(mem),
         "repeats": REPEATS,
         "cpu_mhz": _cpu_mhz(),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
@@ -101,57 +105,61 @@ def measure() -> dict[str, Any]:
     }
 
 
-def of(record: dict) -> dict | None:
-    fp = record["where"]["machine"].get("fingerprint")
-    return fp if isinstance(fp, dict) and fp.get("method") == METHOD else None
+def of(record: RecordBase) -> Fingerprint | None:
+    fp = record.where.machine.fingerprint
+    return fp if fp is not None and fp.method == METHOD else None
 
 
-def _noise(band: dict) -> float:
-    return (band["high"] - band["low"]) / 2 / band["median"]
+def _band(fp: Fingerprint, key: str) -> SpeedBand:
+    band: SpeedBand = getattr(fp, key)
+    return band
 
 
-def differs(a: dict | None, b: dict | None) -> str | None:
+def _noise(band: SpeedBand) -> float:
+    return (band.high - band.low) / 2 / band.median
+
+
+def differs(a: Fingerprint | None, b: Fingerprint | None) -> str | None:
     """Why two fingerprints are of different machine speeds (beyond TOLERANCE and twice their noise),
     or None when they agree or either is missing."""
-    if a is None or b is None or a.get("method") != b.get("method"):
+    if a is None or b is None or a.method != b.method:
         return None
     out = []
     for key, unit, tolerance in COMPONENTS:
-        x, y = a[key], b[key]
-        ratio = y["median"] / x["median"]
+        x, y = _band(a, key), _band(b, key)
+        ratio = y.median / x.median
         allowed = max(tolerance, 2 * max(_noise(x), _noise(y)))
         if abs(math.log(ratio)) > math.log1p(allowed):
-            out.append(f"{x['median']:.3g} vs {y['median']:.3g} {unit} ({ratio:.2f}x, noise +-{100 * allowed:.0f}%)")
+            out.append(f"{x.median:.3g} vs {y.median:.3g} {unit} ({ratio:.2f}x, noise +-{100 * allowed:.0f}%)")
     return "; ".join(out) or None
 
 
-def identity(record: dict) -> str:
-    m = record["where"]["machine"]
-    gpus = "; ".join(g.get("name", "?") for g in m.get("gpus", [])) or "no GPU"
-    return f"{m.get('cpu_model')} ({m.get('cpu_logical')} cores), {gpus}"
+def identity(record: RecordBase) -> str:
+    m = record.where.machine
+    gpus = "; ".join(g.name for g in m.gpus) or "no GPU"
+    return f"{m.cpu_model} ({m.cpu_logical} cores), {gpus}"
 
 
-def _run_fingerprint(records: list[dict]) -> dict | None:
+def _run_fingerprint(records: list[R]) -> Fingerprint | None:
     """One run's fingerprint: per component, the median over its cases (a run is on one machine)."""
     fps = [f for f in map(of, records) if f]
     if not fps:
         return None
-    out = dict(fps[0])
-    for key, _, _ in COMPONENTS:
-        out[key] = {k: float(np.median([f[key][k] for f in fps])) for k in ("median", "low", "high")}
-    return out
+    return fps[0].model_copy(update={
+        key: SpeedBand(**{k: float(np.median([getattr(_band(f, key), k) for f in fps])) for k in ("median", "low", "high")})
+        for key, _, _ in COMPONENTS})
 
 
-def machines(records: list[dict]) -> list[tuple[str, list[dict]]]:
+def machines(records: list[R]) -> list[tuple[str, list[R]]]:
     """Records grouped by machine. A run is on one machine; runs are one machine when their identity
     is the same and their fingerprints (median over the run's cases) are within noise of the group's
     first. Labels say the identity and the reference speed."""
-    runs: dict[str, list[dict]] = {}
+    runs: dict[str, list[R]] = {}
     for r in records:
-        runs.setdefault(r["run_id"], []).append(r)
-    groups: list[tuple[str, dict | None, list[dict]]] = []
+        runs.setdefault(r.run_id, []).append(r)
+    groups: list[tuple[str, Fingerprint | None, list[R]]] = []
     keyed = [(identity(recs[0]), _run_fingerprint(recs), recs) for recs in runs.values()]
-    for ident, fp, recs in sorted(keyed, key=lambda x: (x[0], (x[1] or {}).get("python_mops", {}).get("median", 0.0))):
+    for ident, fp, recs in sorted(keyed, key=lambda x: (x[0], x[1].python_mops.median if x[1] else 0.0)):
         for g in groups:
             if g[0] == ident and (g[1] is None) == (fp is None) and not differs(g[1], fp):
                 g[2].extend(recs)
@@ -160,29 +168,29 @@ def machines(records: list[dict]) -> list[tuple[str, list[dict]]]:
             groups.append((ident, fp, list(recs)))
     out = []
     for ident, fp, recs in groups:
-        speed = f"reference speed {fp['python_mops']['median']:.3g} Mloops/s, {fp['memory_gbs']['median']:.3g} GB/s" if fp else "speed not recorded"
+        speed = f"reference speed {fp.python_mops.median:.3g} Mloops/s, {fp.memory_gbs.median:.3g} GB/s" if fp else "speed not recorded"
         out.append((f"{ident}, {speed}", recs))
     return out
 
 
-def drift(records: list[dict]) -> list[str]:
+def drift(records: list[R]) -> list[str]:
     """One line per run whose machine speed moved beyond noise between its cases (a busy neighbour)."""
-    runs: dict[str, list[dict]] = {}
+    runs: dict[str, list[tuple[Fingerprint, R]]] = {}
     for r in records:
-        if of(r):
-            runs.setdefault(r["run_id"], []).append(r)
+        if fp := of(r):
+            runs.setdefault(r.run_id, []).append((fp, r))
     lines = []
     for run_id, recs in sorted(runs.items()):
-        by_speed = sorted(recs, key=lambda r: of(r)["python_mops"]["median"])  # type: ignore[index]
-        slow, fast = by_speed[0], by_speed[-1]
-        why = differs(of(slow), of(fast))
+        by_speed = sorted(recs, key=lambda fr: fr[0].python_mops.median)
+        (slow_fp, slow), (fast_fp, fast) = by_speed[0], by_speed[-1]
+        why = differs(slow_fp, fast_fp)
         if why:
-            lines.append(f"run {run_id}: the machine's reference speed moved between cases ({slow['case_key']} vs "
-                         f"{fast['case_key']}: {why}): a busy neighbour or CPU steal; its cases were measured at different speeds")
+            lines.append(f"run {run_id}: the machine's reference speed moved between cases ({slow.case_key} vs "
+                         f"{fast.case_key}: {why}): a busy neighbour or CPU steal; its cases were measured at different speeds")
     return lines
 
 
-def footnotes(records: list[dict]) -> list[str]:
+def footnotes(records: list[R]) -> list[str]:
     """Warnings: records of more than one machine shown together; runs whose speed moved."""
     groups = machines(records)
     out = drift(records)

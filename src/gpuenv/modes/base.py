@@ -10,9 +10,10 @@ import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from gpuenv.results import schema
+from gpuenv.results.models import RecordBase
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -84,6 +85,7 @@ class StepRate:
     ci_high: float
     num_envs: int
     fixed_s: float  # startup + compile, seconds
+    physics_per_step: int = 1  # simulator frames (physics substeps) per env step: frame_skip
 
 
 @dataclass(frozen=True)
@@ -139,8 +141,13 @@ class Plan:
     unit: str  # "3 processes each", "3 seeds each"
 
 
-class Mode:
-    """Base class of a measurement mode's plug-in object (`MODE` in its package)."""
+R = TypeVar("R", bound=RecordBase)
+
+
+class Mode(Generic[R]):
+    """Base class of a measurement mode's plug-in object (`MODE` in its package). R is the mode's
+    record model: every reading method takes a validated record of it (gpuenv.results.schema.read,
+    gpuenv.history.load.load_records), never a dict."""
 
     name: str  # the measurement_mode string in records
     suite_kind: str  # the `kind` of its suite files
@@ -173,41 +180,57 @@ class Mode:
         raise NotImplementedError
 
     # --- reading records
-    def headline(self, record: dict) -> Headline:
+    def headline(self, record: R) -> Headline:
         raise NotImplementedError
 
-    def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
+    def ratio(self, new: R, old: R) -> tuple[float, float, float]:
         """NEW/OLD of the headline value with a 95% interval."""
         raise NotImplementedError
 
-    def step_rate(self, record: dict) -> StepRate | None:
+    def step_rate(self, record: R) -> StepRate | None:
         """The stepping rate an ok record measured, or None where the mode measures something else
         (claims, decide and the site's scaling figures ask this, never the mode's name)."""
         return None
 
-    def training_rates(self, record: dict) -> list[float]:
+    def training_rates(self, record: R) -> list[float]:
         """Env steps/s each training run of an ok record reached (per seed); [] where the mode trains nothing."""
         return []
 
-    def phase_rows(self, record: dict) -> list[list[str]]:
+    def training_line(self, record: R) -> str:
+        """What an ok training record reached, in one line (decide quotes it); "" where the mode trains nothing."""
+        return ""
+
+    def phase_rows(self, record: R) -> list[list[str]]:
         """[phase, env steps/s, ratio to the case's own rate, what ran or why not] per phase measured
         apart, for a case's page; [] where the mode measures no phases."""
         return []
 
-    def reproduce_args(self, record: dict) -> list[str]:
-        """The `gpuenv bench` filters that run this record's case again (after --suite)."""
-        c = record["case"]
-        return ["--backend", f"{c['backend']}:{c['variant']}", "--task", c["task"]]
+    def phase_ratios(self, record: R) -> dict[str, tuple[float, float, float]]:
+        """phase -> its rate / the case's own rate (median, 95% interval), per phase measured apart
+        with a number; {} where the mode measures no phases."""
+        return {}
 
-    def progress_line(self, record: dict) -> str:
+    def device(self, record: R) -> str | None:
+        """Where the simulator ran, as the record says it ("cpu", "gpu:NAME", "tpu:KIND"); None: unknown."""
+        return None
+
+    def page_rows(self, record: R) -> list[tuple[str, Any]]:
+        """(name, value) rows of a case's page that only this mode's records have (how it ran)."""
+        return []
+
+    def reproduce_args(self, record: R) -> list[str]:
+        """The `gpuenv bench` filters that run this record's case again (after --suite)."""
+        return ["--backend", record.case.label, "--task", record.case.task]
+
+    def progress_line(self, record: R) -> str:
         h = self.headline(record)
         return f"{h.value:,.1f} {h.unit}"
 
-    def worker_memories(self, record: dict) -> list[dict]:
+    def worker_memories(self, record: R) -> list[dict]:
         """The memory dict (gpuenv.measure.monitor.memory) of each worker process or seed that has one."""
         return []
 
-    def memory_values(self, record: dict, metric: Metric) -> list[float]:
+    def memory_values(self, record: R, metric: Metric) -> list[float]:
         """One peak per worker process or seed (MiB), where measured: compare and regressions treat
         these like time, lower is better."""
         return [m[metric.field] for m in self.worker_memories(record) if m and m.get(metric.field)]
@@ -221,32 +244,36 @@ class Mode:
         except ModuleNotFoundError:
             return None
 
-    def tables(self, records: list[dict]) -> list[Table]:
+    def tables(self, records: list[R]) -> list[Table]:
         r = self._report()
         return r.tables(records) if r else []
 
-    def footnotes(self, records: list[dict]) -> list[str]:
+    def footnotes(self, records: list[R]) -> list[str]:
         r = self._report()
         return r.footnotes(records) if r else []
 
-    def markdown(self, records: list[dict]) -> str:
+    def markdown(self, records: list[R]) -> str:
         r = self._report()
         return r.markdown(records) if r else ""
 
-    def missed(self, record: dict) -> bool:
+    def missed(self, record: R) -> bool:
         """An ok record that missed its pass criterion (the CLI exits 1)."""
         return False
 
-    def site_sections(self, records: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
+    def site_sections(self, records: list[R], out: Path, num_envs: int | None = None) -> Iterator[str]:
         """HTML sections of the report site, from the latest ok record per case (PNG files into out)."""
         r = self._report()
         return r.site_sections(records, out, num_envs) if r else iter(())
 
-    def asv_benchmark(self, record: dict) -> str:
+    def asv_benchmark(self, record: R) -> str:
         """asv benchmark name."""
         raise NotImplementedError
 
-    def asv_value(self, record: dict) -> float:
+    def asv_param(self, record: R) -> str:
+        """The record's value on its asv benchmark's one parameter axis: backend:variant@num_envs."""
+        return f"{record.case.label}@{record.case.num_envs}"
+
+    def asv_value(self, record: R) -> float:
         """The headline as asv stores it: smaller is better (asv's rule)."""
         h = self.headline(record)
         return 1.0 / h.value if h.higher_is_better else h.value

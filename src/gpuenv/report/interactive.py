@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.claims import machine_label
-from gpuenv.format import attr, fmt_rate, host_memory, html_table, label, slug
+from gpuenv.format import attr, fmt_rate, html_table, slug
 from gpuenv.modes import of
+from gpuenv.modes.base import StepRate
+from gpuenv.results.models import Container
+from gpuenv.results.schema import Record, as_dict
 
 PLOTLY_JS = "plotly.min.js"
 NAV = (("index.html", "results"), ("claims.html", "claims"), ("decision.html", "decision"))
@@ -65,35 +68,35 @@ def nav(prefix: str) -> str:
 # --- cases -----------------------------------------------------------------------------------------
 
 
-def _stem(r: dict) -> str:
+def _stem(r: Record) -> str:
     """run/case-<id>: a case rerun into the same run is another record, so another page."""
     from gpuenv.results.store import record_digest
 
-    return f"{slug(r.get('run_id', 'run'))}/{slug(r['case_key'])}-{record_digest(r)[:8]}"
+    return f"{slug(r.run_id)}/{slug(r.case_key)}-{record_digest(as_dict(r))[:8]}"
 
 
-def case_href(r: dict) -> str:
+def case_href(r: Record) -> str:
     """A record's page, relative to the site's root."""
     return f"cases/{_stem(r)}.html"
 
 
-def record_href(r: dict) -> str:
+def record_href(r: Record) -> str:
     return f"records/{_stem(r)}.json"
 
 
-def reproduce(r: dict) -> list[str]:
+def reproduce(r: Record) -> list[str]:
     """The exact commands that reproduce a record: the same suite narrowed to this case, here or in
     the image it ran in."""
-    args = ["bench", "--suite", str(r.get("suite") or "quick"), *of(r).reproduce_args(r)]
+    args = ["bench", "--suite", r.suite, *of(r).reproduce_args(r)]
     out = [shlex.join(["gpuenv", *args])]
-    container = r["where"]["machine"].get("container")
-    if container and container.get("image"):
-        ref = container.get("ref") or f"gpuenv/{container['image']}:latest"
-        gpu = ["--gpus", "all"] if r["where"]["machine"].get("gpus") else []
+    container = r.where.machine.container
+    if container and container.image:
+        ref = container.ref or f"gpuenv/{container.image}:latest"
+        gpu = ["--gpus", "all"] if r.where.machine.gpus else []
         out.append(shlex.join(["docker", "run", "--rm", *gpu, ref, *args]))
-    git = r["where"].get("git") or {}
-    if git.get("sha"):
-        out.insert(0, f"git checkout {git['sha']}  # the gpuenv commit it ran with{' (uncommitted changes on top)' if git.get('dirty') else ''}")
+    git = r.where.git
+    if git.sha:
+        out.insert(0, f"git checkout {git.sha}  # the gpuenv commit it ran with{' (uncommitted changes on top)' if git.dirty else ''}")
     return out
 
 
@@ -101,38 +104,37 @@ def _kv(rows: list[tuple[str, Any]]) -> str:
     return "<table class='kv'>" + "".join(f"<tr><th>{attr(k)}</th><td>{attr(v)}</td></tr>" for k, v in rows) + "</table>"
 
 
-def case_page(r: dict, root: Path, css: str) -> None:
+def case_page(r: Record, root: Path, css: str) -> None:
     path = root / case_href(r)
     path.parent.mkdir(parents=True, exist_ok=True)
     rec_path = root / record_href(r)
     rec_path.parent.mkdir(parents=True, exist_ok=True)
-    rec_path.write_text(json.dumps(r, indent=1, default=str))
+    rec_path.write_text(json.dumps(as_dict(r), indent=1, default=str))
     prefix = "../../"
-    h = of(r).headline(r) if r["status"] == "ok" else None
-    m = r["where"]["machine"]
-    container = m.get("container") or {}
-    env = r["where"].get("environment") or {}
-    s = r.get("summary") or {}
+    mode = of(r)
+    h = mode.headline(r) if r.status == "ok" else None
+    m = r.where.machine
+    container = m.container or Container()
+    env = r.where.environment
+    s = r.summary
     rows: list[tuple[str, Any]] = [
-        ("status", r["status"] + (f": {r['failure'].get('reason')}" if r.get("failure") else "")),
+        ("status", r.status + (f": {r.failure.reason}" if r.failure else "")),
         ("headline", f"{h.value:,.4g} {h.unit} (95% interval {h.ci_low:,.4g}-{h.ci_high:,.4g})" if h else "-"),
-        ("measurement mode", r["measurement_mode"]), ("suite", r.get("suite")), ("run", r.get("run_id")),
-        ("created (UTC)", r.get("created_utc")),
-        ("native env", r["what"].get("native_env_id")), ("device", r["what"].get("device")),
-        ("reset mode", r["what"].get("reset_mode")), ("physics", json.dumps(r["what"].get("physics"))),
-        ("startup s (median)", s.get("startup_s_median")), ("compile s (median)", s.get("compile_s_median")),
-        ("host memory MiB (per env)", host_memory(s) if s else "-"), ("device peak MiB", s.get("device_peak_mib")),
-        ("machine", f"{machine_label(r)}, {m.get('memory_gib')} GiB"),
-        ("python", m.get("python")), ("gpuenv commit", (r["where"].get("git") or {}).get("sha")),
-        ("image", container.get("image") or "none (ran outside a gpuenv image)"), ("image id", container.get("id") or "-"),
-        ("image base", container.get("base") or "-"),
-        ("lock sha256", container.get("lock_sha256") or env.get("lock_sha256") or "- (the main install)"),
-        ("environment", env.get("path") or "main install"),
+        ("measurement mode", r.measurement_mode), ("suite", r.suite), ("run", r.run_id), ("created (UTC)", r.created_utc),
+        ("native env", r.what.native_env_id), *mode.page_rows(r),
+        ("startup s (median)", s and s.startup_s_median), ("compile s (median)", s and s.compile_s_median),
+        ("host memory MiB (per env)", s.host_memory_cell() if s else "-"), ("device peak MiB", s and s.device_peak_mib),
+        ("machine", f"{machine_label(r)}, {m.memory_gib} GiB"),
+        ("python", m.python), ("gpuenv commit", r.where.git.sha),
+        ("image", container.image or "none (ran outside a gpuenv image)"), ("image id", container.id or "-"),
+        ("image base", container.base or "-"),
+        ("lock sha256", container.lock_sha256 or (env and env.lock_sha256) or "- (the main install)"),
+        ("environment", (env and env.path) or "main install"),
     ]
-    packages = sorted((r["where"].get("packages") or {}).items())
-    phase_rows = of(r).phase_rows(r)
-    details = sorted(((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in (r["what"].get("details") or {}).items()))
-    body = (nav(prefix) + f"<h1>{attr(r['case_key'])}</h1>"
+    packages = sorted(r.where.packages.items())
+    phase_rows = mode.phase_rows(r)
+    details = sorted((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.what.details.items())
+    body = (nav(prefix) + f"<h1>{attr(r.case_key)}</h1>"
             f"<p class='note'><a href='{prefix}{record_href(r)}'>the record (JSON)</a></p>"
             "<h2>Reproduce</h2><pre>" + attr("\n".join(reproduce(r))) + "</pre>"
             "<h2>Result and provenance</h2>" + _kv(rows)
@@ -151,38 +153,37 @@ def page(body: str, css: str, prefix: str) -> str:
 # --- a machine's throughput, interactive -----------------------------------------------------------
 
 
-def _hover(r: dict) -> str:
-    s = r["summary"]
-    e = s["env_steps_per_s"]
-    parts = [f"<b>{attr(r['case_key'])}</b>",
-             f"{fmt_rate(e['median'])} env steps/s ({fmt_rate(e['ci_low'])}-{fmt_rate(e['ci_high'])})",
-             f"startup {s.get('startup_s_median') or 0:.1f} s, compile {s.get('compile_s_median') or 0:.1f} s",
-             f"host memory {attr(host_memory(s))} MiB",
+def _hover(r: Record, step: StepRate) -> str:
+    s = r.summary
+    parts = [f"<b>{attr(r.case_key)}</b>",
+             f"{fmt_rate(step.median)} env steps/s ({fmt_rate(step.ci_low)}-{fmt_rate(step.ci_high)})",
+             f"startup {s.startup_s_median:.1f} s, compile {s.compile_s_median:.1f} s" if s else "",
+             f"host memory {attr(s.host_memory_cell() if s else '-')} MiB",
              attr(machine_label(r)), "click: the case's page"]
     return "<br>".join(parts)
 
 
-def throughput_figures(records: list[dict], prefix: str) -> list[str]:
+def throughput_figures(records: list[Record], prefix: str) -> list[str]:
     """Per task: env steps/s over num_envs, one line per backend:variant, 95% interval as error bars."""
     from gpuenv.tasks import task_rank
 
-    by_task: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    by_task: dict[str, dict[str, list[tuple[Record, StepRate]]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        if of(r).step_rate(r) is not None:
-            by_task[r["case"]["task"]][label(r)].append(r)
+        if (step := of(r).step_rate(r)) is not None:
+            by_task[r.case.task][r.case.label].append((r, step))
     out = []
     for task in sorted(by_task, key=task_rank):
         traces = []
         for name, rs in sorted(by_task[task].items()):
-            rs.sort(key=lambda r: r["case"]["num_envs"])
-            e = [r["summary"]["env_steps_per_s"] for r in rs]
+            rs.sort(key=lambda rp: rp[1].num_envs)
+            e = [step for _, step in rs]
             traces.append({
                 "type": "scatter", "mode": "lines+markers", "name": attr(name),
-                "x": [r["case"]["num_envs"] for r in rs], "y": [v["median"] for v in e],
-                "error_y": {"type": "data", "symmetric": False, "array": [v["ci_high"] - v["median"] for v in e],
-                            "arrayminus": [v["median"] - v["ci_low"] for v in e]},
-                "text": [_hover(r) for r in rs], "hovertemplate": "%{text}<extra></extra>",
-                "customdata": [prefix + case_href(r) for r in rs],
+                "x": [v.num_envs for v in e], "y": [v.median for v in e],
+                "error_y": {"type": "data", "symmetric": False, "array": [v.ci_high - v.median for v in e],
+                            "arrayminus": [v.median - v.ci_low for v in e]},
+                "text": [_hover(r, step) for r, step in rs], "hovertemplate": "%{text}<extra></extra>",
+                "customdata": [prefix + case_href(r) for r, _ in rs],
             })
         out.append(f"<h3>{attr(task)}</h3>" + figure(
             f"scaling-{slug(task)}", traces,
@@ -192,27 +193,26 @@ def throughput_figures(records: list[dict], prefix: str) -> list[str]:
     return out
 
 
-def case_table(records: list[dict], prefix: str) -> str:
+def case_table(records: list[Record], prefix: str) -> str:
     """Every record of the page, linked to its case page, with memory and phase columns once measured."""
-    from gpuenv.modes import of
     from gpuenv.tasks import task_rank
 
     rows = []
-    for r in sorted(records, key=lambda r: (task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"], r["created_utc"])):
-        s = r.get("summary") or {}
-        phases = s.get("phases") or {}
-        ph = ", ".join(f"{k} {p['vs_step_reset']['median']:.2f}" for k, p in phases.items() if p.get("vs_step_reset")) or "-"
-        value = of(r).progress_line(r) if r["status"] == "ok" else r["status"]  # the mode's own one-line figure
-        dev = s.get("device_peak_mib")
-        rows.append(f"<tr><td><a href='{attr(prefix + case_href(r))}'>{attr(r['case_key'])}</a></td><td>{attr(value)}</td>"
-                    f"<td>{attr(host_memory(s) if s else '-')}</td><td>{attr('-' if dev is None else f'{dev:,.0f}')}</td>"
-                    f"<td>{attr(ph)}</td><td>{attr(r.get('run_id'))}</td></tr>")
+    for r in sorted(records, key=lambda r: (task_rank(r.case.task), r.case.label, r.case.num_envs, r.created_utc)):
+        mode = of(r)
+        ph = ", ".join(f"{name} {ratio:.2f}" for name, (ratio, _, _) in mode.phase_ratios(r).items()) or "-"
+        value = mode.progress_line(r) if r.status == "ok" else r.status  # the mode's own one-line figure
+        s = r.summary
+        dev = s.device_peak_mib if s else None
+        rows.append(f"<tr><td><a href='{attr(prefix + case_href(r))}'>{attr(r.case_key)}</a></td><td>{attr(value)}</td>"
+                    f"<td>{attr(s.host_memory_cell() if s else '-')}</td><td>{attr('-' if dev is None else f'{dev:,.0f}')}</td>"
+                    f"<td>{attr(ph)}</td><td>{attr(r.run_id)}</td></tr>")
     head_ = "".join(f"<th>{h}</th>" for h in ("case (its page)", "headline", "host MiB (/env)", "device peak MiB",
                                                "phase ratios to step+reset", "run"))
     return f"<table class='cases'><thead><tr>{head_}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def machine_sections(records: list[dict], prefix: str) -> list[str]:
+def machine_sections(records: list[Record], prefix: str) -> list[str]:
     return (["<h2 id='interactive'>Throughput, interactive</h2>"] + throughput_figures(records, prefix)
             + ["<h2 id='cases'>Every case: its page has the record, image id, lock hash and the command that reproduces it</h2>",
                case_table(records, prefix)])
@@ -221,7 +221,7 @@ def machine_sections(records: list[dict], prefix: str) -> list[str]:
 # --- claims ----------------------------------------------------------------------------------------
 
 
-def claims_page(records: list[dict], root: Path, css: str) -> Path:
+def claims_page(records: list[Record], root: Path, css: str) -> Path:
     from gpuenv import claims as cl
 
     results = cl.check_all(records)
@@ -286,12 +286,12 @@ def claims_page(records: list[dict], root: Path, css: str) -> Path:
 BUDGETS = (1_000_000, 10_000_000, 50_000_000, 1_000_000_000)
 
 
-def decision_page(records: list[dict], root: Path, css: str) -> Path:
+def decision_page(records: list[Record], root: Path, css: str) -> Path:
     from gpuenv.decide import decide
     from gpuenv.errors import UserError
     from gpuenv.tasks import task_rank
 
-    tasks = sorted({r["case"]["task"] for r in records if of(r).step_rate(r) is not None}, key=task_rank)
+    tasks = sorted({r.case.task for r in records if of(r).step_rate(r) is not None}, key=task_rank)
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
              "almost surely GPU), answered from the records of one machine per task: wall-clock to the budget per backend, "

@@ -13,41 +13,44 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpuenv.escape import mathtext, pyplot
-from gpuenv.format import attr, colour, label
+from gpuenv.format import attr, colour
 from gpuenv.measure.fingerprint import drift, machines
-from gpuenv.modes import all_modes, of
+from gpuenv.modes import by_mode, of
 from gpuenv.registry import default_registry
+from gpuenv.results.schema import Record
+
+History = dict[str, list[tuple[str, float, Record]]]
 
 
-def latest(records: list[dict]) -> dict[str, dict]:
+def latest(records: list[Record]) -> dict[str, Record]:
     """The newest ok record per case key (one point per case in the plots)."""
-    out: dict[str, dict] = {}
-    for r in sorted(records, key=lambda r: r["created_utc"]):
-        if r["status"] == "ok":
-            out[r["case_key"]] = r
+    out: dict[str, Record] = {}
+    for r in sorted(records, key=lambda r: r.created_utc):
+        if r.status == "ok":
+            out[r.case_key] = r
     return out
 
 
-def history_series(records: list[dict], key: str) -> dict[str, list[tuple[str, float, dict]]]:
+def history_series(records: list[Record], key: str) -> History:
     """case key -> [(x label, value, record)] over time; x is the commit (short sha) or the version of
     the backend's library, depending on `key` ("commit" or "version")."""
-    out: dict[str, list[tuple[str, float, dict]]] = defaultdict(list)
+    out: History = defaultdict(list)
     registry = default_registry()
-    for r in sorted(records, key=lambda r: r["created_utc"]):
-        if r["status"] != "ok":
+    for r in sorted(records, key=lambda r: r.created_utc):
+        if r.status != "ok":
             continue
         if key == "commit":
-            x = (r["where"]["git"].get("sha") or "unknown")[:8]
+            x = (r.where.git.sha or "unknown")[:8]
         else:
-            b = registry.backends.get(r["case"]["backend"])
-            lib = (b.library if b else None) or r["case"]["backend"]
-            x = f"{lib} {r['where']['packages'].get(lib) or '?'}"
+            b = registry.backends.get(r.case.backend)
+            lib = (b.library if b else None) or r.case.backend
+            x = f"{lib} {r.where.packages.get(lib) or '?'}"
         h = of(r).headline(r)
-        out[f"{r['case_key']} [{r['workload_id'][:6]}]"].append((x, h.value, r))
+        out[f"{r.case_key} [{r.workload_id[:6]}]"].append((x, h.value, r))
     return {k: v for k, v in out.items() if len({x for x, _, _ in v}) > 1}
 
 
-def history_plot(series: dict[str, list[tuple[str, float, dict]]], title: str, path: Path, by_version: bool = False) -> None:
+def history_plot(series: History, title: str, path: Path, by_version: bool = False) -> None:
     """One panel per x axis: commits share one; with by_version, each library gets its own panel
     with its releases in release order."""
     from gpuenv.pins import version_key
@@ -84,7 +87,7 @@ td:first-child,td:nth-child(2),th{text-align:left}img{max-width:100%;border:1px 
 .note{color:#666;font-size:13px}"""
 
 
-def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
+def build(records: list[Record], out: Path, num_envs: int | None = None) -> Path:
     """index.html (PNGs beside it, interactive figures over them) in `out`, plus claims.html,
     decision.html and one page per case (cases/), with the records themselves (records/). Records of
     different machines (by identity and reference speed, gpuenv.measure.fingerprint) never share a
@@ -94,7 +97,7 @@ def build(records: list[dict], out: Path, num_envs: int | None = None) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     mark_output(out, "a report site (gpuenv report)")  # its records/ are copies: readers skip the site
-    for name in sorted({label(r) for r in records}):
+    for name in sorted({r.case.label for r in records}):
         colour(name)
     ix.write_plotly_js(out)
     for r in records:
@@ -124,19 +127,17 @@ def _html(body: str, prefix: str) -> str:
     return page(body, CSS, prefix)
 
 
-def _page(records: list[dict], out: Path, num_envs: int | None, machine: str, prefix: str) -> Path:
+def _page(records: list[Record], out: Path, num_envs: int | None, machine: str, prefix: str) -> Path:
     from gpuenv.report import interactive as ix
 
     out.mkdir(parents=True, exist_ok=True)
     parts = [ix.nav(prefix), f"<h1>gpuenv results</h1><p class='note'>{len(records)} records; built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
              f"Machine: {attr(machine)}. Latest record per case unless a history plot says otherwise.</p>"]
-    parts += ix.machine_sections(list(latest(records).values()) + [r for r in records if r["status"] != "ok"], prefix)
+    parts += ix.machine_sections(list(latest(records).values()) + [r for r in records if r.status != "ok"], prefix)
     parts += [f"<p class='note'>Warning: {attr(line)}</p>" for line in drift(records)]
-    for mode in all_modes():
-        mine = [r for r in records if r["measurement_mode"] == mode.name]
-        if mine:
-            parts += mode.site_sections(list(latest(mine).values()), out, num_envs)
-    ok = [r for r in records if r["status"] == "ok"]
+    for mode, mine in by_mode(records):
+        parts += mode.site_sections(list(latest(mine).values()), out, num_envs)
+    ok = [r for r in records if r.status == "ok"]
     for key, title in (("commit", "History over gpuenv commits"), ("version", "History over library versions")):
         series = history_series(ok, key)
         parts.append(f"<h2 id='history-{key}'>{title}</h2>")

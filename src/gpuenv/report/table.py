@@ -4,25 +4,19 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from gpuenv.modes import all_modes
+from gpuenv.modes import by_mode
+from gpuenv.results.schema import Record
 
 
-def _split(records: list[dict]):
-    for mode in all_modes():
-        mine = [r for r in records if r["measurement_mode"] == mode.name]
-        if mine:
-            yield mode, mine
+def tables(records: list[Record]) -> list[Table]:
+    return [t for mode, mine in by_mode(records) for t in mode.tables(mine)]
 
 
-def tables(records: list[dict]) -> list[Table]:
-    return [t for mode, mine in _split(records) for t in mode.tables(mine)]
-
-
-def footnotes(records: list[dict]) -> list[str]:
+def footnotes(records: list[Record]) -> list[str]:
     from gpuenv.measure.fingerprint import footnotes as machine_notes
 
-    return [*machine_notes(records), *(n for mode, mine in _split(records) for n in mode.footnotes(mine))]
+    return [*machine_notes(records), *(n for mode, mine in by_mode(records) for n in mode.footnotes(mine))]
 
 
-def markdown(records: list[dict]) -> str:
-    return "\n\n".join(mode.markdown(mine) for mode, mine in _split(records))
+def markdown(records: list[Record]) -> str:
+    return "\n\n".join(mode.markdown(mine) for mode, mine in by_mode(records))

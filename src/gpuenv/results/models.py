@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -38,6 +38,7 @@ from gpuenv.results.types import (
     presence,
 )
 
+_S = TypeVar("_S")
 SchemaName = Literal["gpuenv.result"]
 SchemaVersion = Literal[2]
 Status = Literal["ok", "failed", "interrupted"]
@@ -114,6 +115,16 @@ class Fingerprint(OpenModel):
     seconds: NonNegFloat
 
 
+class Container(OpenModel):
+    """The gpuenv image a record was measured in (gpuenv.measure.system.container)."""
+
+    image: Str | None = None
+    ref: Str | None = None  # the reference `gpuenv bench-image` ran; absent for a plain docker run
+    id: Str | None = None
+    base: Str | None = None
+    lock_sha256: Str | None = None
+
+
 class Machine(OpenModel):
     os: Str
     python: Str
@@ -123,6 +134,7 @@ class Machine(OpenModel):
     memory_gib: NonNegFloat | None
     gpus: list[Gpu]
     fingerprint: Fingerprint | None = None  # absent in records before gpuenv measured it
+    container: Container | None = None  # the gpuenv image it ran in; absent outside one
 
 
 def _commit_or_none(value: Any) -> Any:
@@ -155,6 +167,7 @@ class Scheduler(OpenModel):
     exclusive: Bool | None = None
     container: Str | None = None  # none, docker, apptainer, pyxis
     image: Str | None = None
+    task: Str | None = None  # the dispatch task's token: which task wrote the record
 
 
 class Where(Model):
@@ -201,12 +214,56 @@ class IqmInterval(Interval):
 
 
 
+# --- what every mode's what and summary say ------------------------------------------------------
+
+
+class WhatBase(Model):
+    """What ran, in every mode (a mode's model adds its own fields)."""
+
+    native_env_id: Str
+    catalogue: dict[str, Any]  # the task catalogue's entry, as declared
+    details: dict[str, Any]  # backend facts that change speed
+
+
+class SummaryBase(Model):
+    """The costs every mode's summary states beside its headline."""
+
+    startup_s_median: NonNegFloat
+    compile_s_median: NonNegFloat
+    host_memory_mib: PosFloat | None = None  # median over workers of the process tree's peak (absent before it was measured)
+    host_memory_mib_per_env: PosFloat | None = None
+    device_peak_mib: PosFloat | None = None  # device memory the backend (and policy) used; null: not measured
+    device_peak_mib_per_env: PosFloat | None = None
+    warnings: list[Str]
+
+    def host_memory_cell(self) -> str:
+        """"MiB (MiB per env)", "-" where it was not measured."""
+        if self.host_memory_mib is None:
+            return "-"
+        return f"{self.host_memory_mib:,.0f} ({self.host_memory_mib_per_env or 0:,.1f})"
+
+
 # --- the record ----------------------------------------------------------------------------------
 
 
+class CaseBase(Model):
+    """What every mode's case names (a mode's case model subclasses it and adds its own fields)."""
+
+    backend: Identifier
+    variant: Identifier
+    task: Identifier
+    num_envs: PosInt
+
+    @property
+    def label(self) -> str:
+        """backend:variant, as tables, plots and selectors name it."""
+        return f"{self.backend}:{self.variant}"
+
+
 class RecordBase(Model):
-    """The header, provenance and outcome of every record. Subclasses add case, what, settings,
-    their results and `summary` (required, null unless status is ok)."""
+    """The header, provenance and outcome of every record. Subclasses narrow `case` and add what,
+    settings, their results and `summary` (required, null unless status is ok; `ok_summary` is it
+    for a reader that asks only ok records)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -219,9 +276,18 @@ class RecordBase(Model):
     status: Status
     measurement_mode: Str
     workload_id: WorkloadId  # see workload_id()
+    case: CaseBase  # the mode's own case model
+    what: WhatBase  # the mode's own
+    summary: SummaryBase | None  # the mode's own; null unless status is ok
     tags: dict[str, Any] = {}  # which version set / image / sweep produced the record
     where: Where
     failure: Failure | None  # null exactly when status is ok
+
+    def _summary_of_ok(self, summary: _S | None) -> _S:
+        """A subclass's `ok_summary`: its summary, which only an ok record has."""
+        if summary is None:
+            raise ValueError(f"{self.case_key}: a {self.status} record has no summary")
+        return summary
 
     @field_validator("failure", mode="before")
     @classmethod

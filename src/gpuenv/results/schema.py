@@ -21,10 +21,11 @@ from gpuenv.errors import UserError
 from gpuenv.inputs import read_regular
 from gpuenv.mode_table import known_modes, record_model
 from gpuenv.results.migrate import migrate_v1
-from gpuenv.results.models import SCHEMA, SCHEMA_VERSION, STATUSES
+from gpuenv.results.models import SCHEMA, SCHEMA_VERSION, STATUSES, RecordBase
 from gpuenv.results.workload import record_workload_id
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "STATUSES", "TAGS_ENV", "header", "validate", "seal", "load", "json_schema"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "STATUSES", "TAGS_ENV", "Record", "header", "validate", "seal", "load", "read", "typed",
+           "as_dict", "json_schema"]
 
 READS_VERSIONS = (1, SCHEMA_VERSION)
 TAGS_ENV = "GPUENV_RECORD_TAGS"
@@ -179,6 +180,28 @@ def load(path: Path) -> dict:
     if _depth(data) > MAX_DEPTH:
         raise UserError(f"{path}: corrupt result file (nested more than {MAX_DEPTH} levels deep; a record never is)")
     return validate(data, str(path))
+
+
+# What readers take: a validated record of its mode's model (gpuenv.modes.<mode>.record.RECORD, a
+# RecordBase subclass); they read its fields, never index a dict.
+Record = RecordBase
+
+
+def typed(record: dict) -> Record:
+    """A normalised record dict (what validate() returns) as its mode's model."""
+    out: Record = record_model(record["measurement_mode"]).model_validate(record)
+    return out
+
+
+def read(path: Path) -> Record:
+    """A record file as its mode's model: load() checked and typed."""
+    return typed(load(path))
+
+
+def as_dict(record: Record) -> dict:
+    """The record as it is written (JSON types, `schema` by its name): for digests and copies."""
+    out: dict = record.model_dump(mode="json", by_alias=True)
+    return out
 
 
 def json_schema() -> dict:

@@ -29,6 +29,7 @@ from gpuenv.measure.system import oom_kills
 from gpuenv.modes.base import Mode, Outcome, Plan, RecordContext, failure
 from gpuenv.registry import default_registry
 from gpuenv.results import schema
+from gpuenv.results.schema import Record
 from gpuenv.results.store import write_record
 from gpuenv.run.provenance import provenance
 from gpuenv.run.worker import PARTIAL
@@ -260,7 +261,7 @@ class ProcessDone:
 @dataclass(frozen=True)
 class CaseDone:
     index: int
-    record: dict  # as read back from its file
+    record: Record  # as read back from its file
     path: Path
 
 
@@ -270,7 +271,7 @@ Event = CaseStart | ProcessStart | ProcessDone | CaseDone
 class RunStopped(UserError):
     """The run cannot go on (no space for records): what was written is kept, the rest did not run."""
 
-    def __init__(self, reason: str, written: list[tuple[dict, Path]], not_run: list[str]) -> None:
+    def __init__(self, reason: str, written: list[tuple[Record, Path]], not_run: list[str]) -> None:
         super().__init__(reason)
         self.written, self.not_run = written, not_run
 
@@ -295,7 +296,7 @@ def _where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> 
     }
 
 
-def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Callable[[Event], None] = lambda event: None) -> list[tuple[dict, Path]]:
+def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Callable[[Event], None] = lambda event: None) -> list[tuple[Record, Path]]:
     """Run every item of a plan; returns (record, path) for each written record. Re-raises
     KeyboardInterrupt after writing the interrupted case's record."""
     registry = default_registry()
@@ -303,7 +304,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
     base = provenance()
     launchers: dict[str, Launcher | UserError] = {}
     env_where: dict[str, dict] = {}
-    written: list[tuple[dict, Path]] = []
+    written: list[tuple[Record, Path]] = []
     for i, item in enumerate(plan.items):
         on_event(CaseStart(i, item))
         outcomes: list[Outcome] = []
@@ -351,9 +352,9 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
                 path = write_record(out_dir, mode.build_record(item, [], ctx))
         except NoSpace as e:  # stop: every later record would fail the same way
             raise RunStopped(str(e), written, [it.key for it in plan.items[i:]]) from None
-        record = schema.load(path)
-        written.append((record, path))
-        on_event(CaseDone(i, record, path))
+        done = schema.read(path)
+        written.append((done, path))
+        on_event(CaseDone(i, done, path))
         if interrupted:
             raise KeyboardInterrupt
     return written

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv.modes.base import Headline, Mode, Plan, StepRate
 
+if TYPE_CHECKING:
+    from gpuenv.modes.throughput.record import ThroughputRecord
 
-class Throughput(Mode):
+
+class Throughput(Mode["ThroughputRecord"]):
     name = "env-step-throughput"
     suite_kind = "throughput"
     process_word = "process"
@@ -53,46 +56,58 @@ class Throughput(Mode):
 
         return build_record(item, outcomes, ctx)
 
-    def step_rate(self, record: dict) -> StepRate | None:
-        if record["status"] != "ok":
+    def step_rate(self, record: ThroughputRecord) -> StepRate | None:
+        if record.status != "ok":
             return None
-        s = record["summary"]
-        e = s["env_steps_per_s"]
-        return StepRate(e["median"], e["ci_low"], e["ci_high"], record["case"]["num_envs"],
-                        float(s.get("startup_s_median") or 0) + float(s.get("compile_s_median") or 0))
+        s = record.ok_summary
+        e = s.env_steps_per_s
+        return StepRate(e.median, e.ci_low, e.ci_high, record.case.num_envs, s.startup_s_median + s.compile_s_median,
+                        record.what.physics.frame_skip)
 
-    def phase_rows(self, record: dict) -> list[list[str]]:
+    def phase_rows(self, record: ThroughputRecord) -> list[list[str]]:
         from gpuenv.modes.throughput.report import case_phase_rows
 
         return case_phase_rows(record)
 
-    def reproduce_args(self, record: dict) -> list[str]:
-        return [*super().reproduce_args(record), "--num-envs", str(record["case"]["num_envs"])]
+    def phase_ratios(self, record: ThroughputRecord) -> dict[str, tuple[float, float, float]]:
+        phases = record.summary.phases if record.summary else {}
+        return {name: (r.median, r.ci_low, r.ci_high) for name, p in phases.items() if (r := p.vs_step_reset)}
 
-    def headline(self, record: dict) -> Headline:
-        s = record["summary"]["env_steps_per_s"]
-        return Headline(s["median"], s["ci_low"], s["ci_high"], "env steps/s", higher_is_better=True)
+    def device(self, record: ThroughputRecord) -> str | None:
+        return record.what.device
 
-    def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
+    def page_rows(self, record: ThroughputRecord) -> list[tuple[str, Any]]:
+        import json
+
+        w = record.what
+        return [("device", w.device), ("reset mode", w.reset_mode), ("physics", json.dumps(w.physics.model_dump()))]
+
+    def reproduce_args(self, record: ThroughputRecord) -> list[str]:
+        return [*super().reproduce_args(record), "--num-envs", str(record.case.num_envs)]
+
+    def headline(self, record: ThroughputRecord) -> Headline:
+        s = record.ok_summary.env_steps_per_s
+        return Headline(s.median, s.ci_low, s.ci_high, "env steps/s", higher_is_better=True)
+
+    def ratio(self, new: ThroughputRecord, old: ThroughputRecord) -> tuple[float, float, float]:
         from gpuenv.measure import stats
-        from gpuenv.modes.throughput.report import _groups
 
-        s = stats.ratio(_groups(new), _groups(old))
+        s = stats.ratio(new.rate_groups(), old.rate_groups())
         return s.median, s.ci_low, s.ci_high
 
-    def progress_line(self, record: dict) -> str:
+    def progress_line(self, record: ThroughputRecord) -> str:
         from gpuenv.format import fmt_rate
 
-        return f"{fmt_rate(record['summary']['env_steps_per_s']['median'])} env steps/s"
+        return f"{fmt_rate(record.ok_summary.env_steps_per_s.median)} env steps/s"
 
-    def worker_memories(self, record: dict) -> list[dict]:
-        return [(p.get("resources") or {}).get("memory") or {} for p in record.get("processes") or []]
+    def worker_memories(self, record: ThroughputRecord) -> list[dict]:
+        return [p.resources.get("memory") or {} for p in record.processes]
 
-    def asv_benchmark(self, record: dict) -> str:
-        return f"gpuenv_records.throughput_{record['case']['task']}.track_seconds_per_million_env_steps"
+    def asv_benchmark(self, record: ThroughputRecord) -> str:
+        return f"gpuenv_records.throughput_{record.case.task}.track_seconds_per_million_env_steps"
 
-    def asv_value(self, record: dict) -> float:
-        return 1e6 / record["summary"]["env_steps_per_s"]["median"]
+    def asv_value(self, record: ThroughputRecord) -> float:
+        return 1e6 / record.ok_summary.env_steps_per_s.median
 
 
 MODE = Throughput()

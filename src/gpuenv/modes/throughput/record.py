@@ -8,16 +8,12 @@ from pydantic import ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from gpuenv.results.migrate import legacy_failure
-from gpuenv.results.models import Failure, Interval, RateInterval, RecordBase
-from gpuenv.results.types import Bool, Float, Identifier, Int, Model, NonNegFloat, NonNegInt, OpenModel, PosFloat, PosInt, Str
+from gpuenv.results.models import CaseBase, Failure, Interval, RateInterval, RecordBase, SummaryBase, WhatBase
+from gpuenv.results.types import Bool, Float, Int, Model, NonNegFloat, NonNegInt, OpenModel, PosFloat, PosInt, Str
 from gpuenv.results.workload import catalogue_workload
 
 
-class ThroughputCase(Model):
-    backend: Identifier
-    variant: Identifier
-    task: Identifier
-    num_envs: PosInt
+class ThroughputCase(CaseBase):
     chunk_steps: PosInt  # steps of every env per timed call
     seed: Int
     action_pool_steps: PosInt
@@ -30,16 +26,13 @@ class Physics(Model):
     episode_steps: PosInt
 
 
-class ThroughputWhat(Model):
-    native_env_id: Str
+class ThroughputWhat(WhatBase):
     physics: Physics
     obs_shape: list[NonNegInt] | None  # null when no process finished
     action_space: dict[str, Any] | None
     action_distribution: Str
     reset_mode: Str
     device: Str | None
-    details: dict[str, Any]  # backend facts that change speed
-    catalogue: dict[str, Any]  # the task catalogue's entry, as declared
 
 
 class ThroughputSettings(Model):
@@ -61,6 +54,7 @@ class ProcessResult(OpenModel):
     index: NonNegInt
     failure: Failure | None = None
     env_steps_per_s: list[PosFloat] = []
+    resources: dict[str, Any] = {}  # gpuenv.measure.monitor's samples; its "memory" the peaks
 
 
 class Ratio(Interval):
@@ -89,24 +83,17 @@ class PhaseSummary(Model):
     reset_cost_within_noise: Bool | None = None
 
 
-class ThroughputSummary(Model):
+class ThroughputSummary(SummaryBase):
     env_steps_per_s: RateInterval
     frames_per_s_median: PosFloat
     physics_steps_per_s_median: PosFloat | None  # null where frames are not physics steps (Atari)
-    startup_s_median: NonNegFloat
-    compile_s_median: NonNegFloat
     compile_s_cold: list[NonNegFloat]
     compile_s_warm: list[NonNegFloat]
     cpu_percent_mean: list[NonNegFloat | None]
     bottleneck: Str | None
-    host_memory_mib: PosFloat | None = None  # median over processes of the process tree's peak RSS (absent before it was measured)
-    host_memory_mib_per_env: PosFloat | None = None
-    device_peak_mib: PosFloat | None = None  # device memory the backend used; null: not measured
-    device_peak_mib_per_env: PosFloat | None = None
     cpu_j_per_m_steps: NonNegFloat | None = None  # RAPL energy per million env steps; null: no counter here
     gpu_j_per_m_steps: NonNegFloat | None = None  # NVML energy per million env steps; null: no counter here
     phases: dict[Str, PhaseSummary] = {}  # extra phases measured apart, by name
-    warnings: list[Str]
 
 
 class ThroughputRecord(RecordBase):
@@ -123,6 +110,14 @@ class ThroughputRecord(RecordBase):
         if info.data.get("status") == "ok" and not v:
             raise PydanticCustomError("empty", "must not be empty when status is 'ok'")
         return v
+
+    @property
+    def ok_summary(self) -> ThroughputSummary:
+        return self._summary_of_ok(self.summary)
+
+    def rate_groups(self) -> list[list[float]]:
+        """env steps/s values per worker process that measured any (stats.ratio's groups)."""
+        return [p.env_steps_per_s for p in self.processes if p.env_steps_per_s]
 
 
 RECORD = ThroughputRecord

@@ -10,36 +10,31 @@ from pathlib import Path
 from rich.table import Table
 
 from gpuenv.escape import markup, mathtext, pyplot
-from gpuenv.format import attr, colour, duration, fmt_rate, host_memory, html_table, label, slug
+from gpuenv.format import attr, colour, duration, fmt_rate, html_table, slug
 from gpuenv.measure import stats
+from gpuenv.modes.throughput.record import PhaseSummary, ThroughputRecord
 from gpuenv.registry import default_registry
 from gpuenv.tasks import task_rank as _task_rank
 
-
-def _groups(record: dict) -> list[list[float]]:
-    return [p["env_steps_per_s"] for p in record["processes"] if p.get("env_steps_per_s")]
+Records = list[ThroughputRecord]
 
 
-def speedup(record: dict, baseline: dict | None) -> stats.Summary | None:
-    if baseline is None or baseline["status"] != "ok" or record["status"] != "ok":
+def speedup(record: ThroughputRecord, baseline: ThroughputRecord | None) -> stats.Summary | None:
+    if baseline is None or baseline.status != "ok" or record.status != "ok":
         return None
-    return stats.ratio(_groups(record), _groups(baseline))
+    return stats.ratio(record.rate_groups(), baseline.rate_groups())
 
 
-def tables(records: list[dict]) -> list[Table]:
+def tables(records: Records) -> list[Table]:
     baseline = default_registry().baseline()
     vs = f"vs {baseline[1]}" if baseline else "vs baseline"
-    by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: _task_rank(r["case"]["task"])):
-        by_task[r["case"]["task"]].append(r)
+    by_task: dict[str, Records] = defaultdict(list)
+    for r in sorted(records, key=lambda r: _task_rank(r.case.task)):
+        by_task[r.case.task].append(r)
     out = []
     for task, recs in by_task.items():
         # The baseline comes from the same run (same machine, same moment), never from another.
-        base = {
-            (r["run_id"], r["case"]["num_envs"]): r
-            for r in recs
-            if (r["case"]["backend"], r["case"]["variant"]) == baseline and r["status"] == "ok"
-        }
+        base = {(r.run_id, r.case.num_envs): r for r in recs if (r.case.backend, r.case.variant) == baseline and r.status == "ok"}
         t = Table(title=f"{task}: env steps/s, median and 95% interval", title_justify="left")
         for col, just in [
             ("backend", "left"),
@@ -52,94 +47,94 @@ def tables(records: list[dict]) -> list[Table]:
             ("bottleneck", "left"),
         ]:
             t.add_column(col, justify=just)  # type: ignore[arg-type]
-        for r in sorted(recs, key=lambda r: (r["case"]["num_envs"], r["case"]["backend"], r["case"]["variant"])):
-            c = r["case"]
-            name = f"{c['backend']}:{c['variant']}"
-            if r["status"] != "ok":
-                t.add_row(name, str(c["num_envs"]), f"[red]{r['failure']['kind']}[/]", markup(r["failure"]["reason"][:60]), "", "", "", "")
+        for r in sorted(recs, key=lambda r: (r.case.num_envs, r.case.backend, r.case.variant)):
+            c = r.case
+            if r.failure is not None:
+                t.add_row(c.label, str(c.num_envs), f"[red]{r.failure.kind.value}[/]", markup(r.failure.reason[:60]), "", "", "", "")
                 continue
-            s = r["summary"]["env_steps_per_s"]
-            sp = speedup(r, base.get((r["run_id"], c["num_envs"])))
+            sm = r.ok_summary
+            s = sm.env_steps_per_s
+            sp = speedup(r, base.get((r.run_id, c.num_envs)))
             sp_text = "" if sp is None else f"{sp.median:.2f}x [{sp.ci_low:.2f}-{sp.ci_high:.2f}]"
-            half = 100 * (s["ci_high"] - s["ci_low"]) / 2 / s["median"]
-            interval = f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])} (+-{half:.0f}%)"
+            half = 100 * (s.ci_high - s.ci_low) / 2 / s.median
+            interval = f"{fmt_rate(s.ci_low)}-{fmt_rate(s.ci_high)} (+-{half:.0f}%)"
             if half > 100 * stats.WIDE_INTERVAL:
                 interval = f"[yellow]{interval}[/]"
-            compile_s = r["summary"].get("compile_s_cold") or [r["summary"].get("compile_s_median", 0.0)]
+            compile_s = sm.compile_s_cold or [sm.compile_s_median]
             t.add_row(
-                name,
-                str(c["num_envs"]),
-                fmt_rate(s["median"]),
+                c.label,
+                str(c.num_envs),
+                fmt_rate(s.median),
                 interval,
                 sp_text,
                 f"{max(compile_s):.1f}",
-                host_memory(r["summary"]),
-                markup(r["summary"].get("bottleneck") or ""),
+                sm.host_memory_cell(),
+                markup(sm.bottleneck or ""),
             )
         out.append(t)
     return out + phase_tables(records)
 
 
-def _with_phases(records: list[dict]) -> dict[str, list[dict]]:
-    by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: (_task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"])):
-        if r["status"] == "ok" and r["summary"].get("phases"):
-            by_task[r["case"]["task"]].append(r)
+def _with_phases(records: Records) -> dict[str, Records]:
+    by_task: dict[str, Records] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (_task_rank(r.case.task), r.case.label, r.case.num_envs)):
+        if r.summary is not None and r.summary.phases:
+            by_task[r.case.task].append(r)
     return by_task
 
 
-def phase_cells(r: dict) -> list[str]:
+def phase_cells(r: ThroughputRecord) -> list[str]:
     """step, step+reset, vecenv, +inference, +update, reset cost: each rate with its share of step+reset."""
     from gpuenv.modes.throughput.phases import PHASES
 
-    phases = r["summary"]["phases"]
+    phases = r.ok_summary.phases
     cells = []
     for name in PHASES:
         if name == "step+reset":
-            cells.append(f"{fmt_rate(r['summary']['env_steps_per_s']['median'])} (1x)")
+            cells.append(f"{fmt_rate(r.ok_summary.env_steps_per_s.median)} (1x)")
             continue
         p = phases.get(name)
         if p is None:
             cells.append("")
-        elif p.get("env_steps_per_s"):
-            cells.append(f"{fmt_rate(p['env_steps_per_s']['median'])} ({p['vs_step_reset']['median']:.2f}x)")
+        elif p.env_steps_per_s and p.vs_step_reset:
+            cells.append(f"{fmt_rate(p.env_steps_per_s.median)} ({p.vs_step_reset.median:.2f}x)")
         else:
             cells.append(phase_word(p))
-    step = phases.get("step") or {}
-    if step.get("reset_cost_us") is None:
+    step = phases.get("step")
+    if step is None or step.reset_cost_us is None:
         cells.append("")
     else:
-        cells.append("within noise" if step["reset_cost_within_noise"] else f"{step['reset_cost_us']:,.1f}")
+        cells.append("within noise" if step.reset_cost_within_noise else f"{step.reset_cost_us:,.1f}")
     return cells
 
 
-def phase_word(p: dict) -> str:
+def phase_word(p: PhaseSummary) -> str:
     """A phase without a number, in one or two words: n/a, not finished (in N s), failed."""
-    if p.get("absent"):
+    if p.absent:
         return "n/a"
-    if p.get("not_finished_within_s"):
-        return f"not finished in {p['not_finished_within_s']:g} s"
+    if p.not_finished_within_s:
+        return f"not finished in {p.not_finished_within_s:g} s"
     return "failed"
 
 
-def phase_why(p: dict) -> str | None:
+def phase_why(p: PhaseSummary) -> str | None:
     """Why a phase has no number (or fewer processes measured it), for the notes under a table."""
-    if p.get("not_finished_within_s"):
-        return (f"the case's timeout_s ({p['not_finished_within_s']:g} s) stopped the worker while this phase ran: "
+    if p.not_finished_within_s:
+        return (f"the case's timeout_s ({p.not_finished_within_s:g} s) stopped the worker while this phase ran: "
                 "raise timeout_s or make the phase smaller (phase_ppo)")
-    return p.get("absent") or p.get("failed")
+    return p.absent or p.failed
 
 
-def case_phase_rows(r: dict) -> list[list[str]]:
+def case_phase_rows(r: ThroughputRecord) -> list[list[str]]:
     """A case page's phase table: phase, rate (or why none), ratio to step+reset, what ran."""
-    phases = ((r.get("summary") or {}).get("phases") or {}) if r["status"] == "ok" else {}
-    return [[name, fmt_rate(p["env_steps_per_s"]["median"]) if p.get("env_steps_per_s") else phase_word(p),
-             f"{p['vs_step_reset']['median']:.2f} ({p['vs_step_reset']['ci_low']:.2f}-{p['vs_step_reset']['ci_high']:.2f})"
-             if p.get("vs_step_reset") else "-", p.get("how") or phase_why(p) or ""]
+    phases = r.summary.phases if r.summary is not None else {}
+    return [[name, fmt_rate(p.env_steps_per_s.median) if p.env_steps_per_s else phase_word(p),
+             f"{p.vs_step_reset.median:.2f} ({p.vs_step_reset.ci_low:.2f}-{p.vs_step_reset.ci_high:.2f})"
+             if p.vs_step_reset else "-", p.how or phase_why(p) or ""]
             for name, p in phases.items()]
 
 
-def phase_tables(records: list[dict]) -> list[Table]:
+def phase_tables(records: Records) -> list[Table]:
     """Per task: the rate lost between stepping alone and training (gpuenv.modes.throughput.phases)."""
     from gpuenv.modes.throughput.phases import HEADERS, LEGEND, PHASES
 
@@ -150,29 +145,29 @@ def phase_tables(records: list[dict]) -> list[Table]:
         for col in ["backend", "envs", *(HEADERS[p] for p in PHASES), "reset us/env"]:
             t.add_column(col, justify="left" if col == "backend" else "right")
         for r in recs:
-            t.add_row(label(r), str(r["case"]["num_envs"]), *phase_cells(r))
+            t.add_row(r.case.label, str(r.case.num_envs), *phase_cells(r))
         out.append(t)
     return out
 
 
-def phase_notes(records: list[dict]) -> list[str]:
+def phase_notes(records: Records) -> list[str]:
     """Why a phase has no number (n/a or failed in the table), one line per distinct reason."""
     lines: list[str] = []
     for recs in _with_phases(records).values():
         for r in recs:
-            for name, p in r["summary"]["phases"].items():
+            for name, p in r.ok_summary.phases.items():
                 why = phase_why(p)
                 if why:
-                    line = f"{label(r)} / {r['case']['task']} phase {name}: {phase_word(p)}: {why}"
+                    line = f"{r.case.label} / {r.case.task} phase {name}: {phase_word(p)}: {why}"
                     if line not in lines:
                         lines.append(line)
     return lines
 
 
-def footnotes(records: list[dict]) -> list[str]:
+def footnotes(records: Records) -> list[str]:
     """Warnings worth reading: wide intervals as one line, anything else one line per case."""
-    ok = [r for r in records if r["status"] == "ok"]
-    wide = [r for r in ok if r["summary"]["env_steps_per_s"]["rel_half_width"] > stats.WIDE_INTERVAL]
+    ok = [r for r in records if r.status == "ok"]
+    wide = [r for r in ok if r.ok_summary.env_steps_per_s.rel_half_width > stats.WIDE_INTERVAL]
     lines = []
     if wide:
         lines.append(
@@ -180,41 +175,41 @@ def footnotes(records: list[dict]) -> list[str]:
             "(yellow above): the machine is noisy; raise min_time_s / values, or use a quieter machine"
         )
     for r in ok:
-        for w in r["summary"].get("warnings", []):
+        for w in r.ok_summary.warnings:
             if not w.startswith("wide interval"):
-                lines.append(f"{r['case_key']}: {w}")
+                lines.append(f"{r.case_key}: {w}")
     return lines + fits(records) + phase_notes(records)
 
 
-def fits(records: list[dict]) -> list[str]:
+def fits(records: Records) -> list[str]:
     """Per task and backend:variant with a case that ran out of memory: the largest num_envs that fit."""
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, str], Records] = defaultdict(list)
     for r in records:
-        groups[(r["case"]["task"], label(r))].append(r)
+        groups[(r.case.task, r.case.label)].append(r)
     out = []
     for (task, name), recs in sorted(groups.items()):
-        oom = sorted(r["case"]["num_envs"] for r in recs if r["status"] == "failed" and r["failure"]["kind"] == "oom")
+        oom = sorted(r.case.num_envs for r in recs if r.status == "failed" and r.failure and r.failure.kind == "oom")
         if not oom:
             continue
-        fit = [r["case"]["num_envs"] for r in recs if r["status"] == "ok" and r["case"]["num_envs"] < oom[0]]
-        limit = max(r["settings"].get("memory_limit_mib", 0) for r in recs)
+        fit = [r.case.num_envs for r in recs if r.status == "ok" and r.case.num_envs < oom[0]]
+        limit = max(r.settings.memory_limit_mib for r in recs)
         where = f"under the memory limit of {limit} MiB" if limit else "in this machine's memory"
         out.append(f"{name} / {task}: the largest num_envs that fit {where}: {max(fit) if fit else 'none measured'} "
                    f"(out of memory at {oom[0]})")
     return out
 
 
-def markdown(records: list[dict]) -> str:
+def markdown(records: Records) -> str:
     """Compact markdown: one row per task x backend, one column per num_envs, for READMEs."""
-    sizes = sorted({r["case"]["num_envs"] for r in records})
+    sizes = sorted({r.case.num_envs for r in records})
     by_row: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
     for r in records:
-        c = r["case"]
-        cell = r["status"]
-        if r["status"] == "ok":
-            s = r["summary"]["env_steps_per_s"]
-            cell = f"{fmt_rate(s['median'])} ({fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])})"
-        by_row[(c["task"], f"{c['backend']}:{c['variant']}")][c["num_envs"]] = cell
+        c = r.case
+        cell: str = r.status
+        if r.status == "ok":
+            s = r.ok_summary.env_steps_per_s
+            cell = f"{fmt_rate(s.median)} ({fmt_rate(s.ci_low)}-{fmt_rate(s.ci_high)})"
+        by_row[(c.task, c.label)][c.num_envs] = cell
     head = "| task | backend | " + " | ".join(f"{n} envs" for n in sizes) + " |"
     lines = [head, "|" + "---|" * (len(sizes) + 2)]
     for task, backend in sorted(by_row, key=lambda k: (_task_rank(k[0]), k[1])):
@@ -229,11 +224,11 @@ def _phase_head() -> list[str]:
     return ["task", "backend", "envs", *(HEADERS[p] for p in PHASES), "reset us/env"]
 
 
-def _phase_rows(records: list[dict]) -> list[list]:
-    return [[task, label(r), r["case"]["num_envs"], *phase_cells(r)] for task, recs in _with_phases(records).items() for r in recs]
+def _phase_rows(records: Records) -> list[list]:
+    return [[task, r.case.label, r.case.num_envs, *phase_cells(r)] for task, recs in _with_phases(records).items() for r in recs]
 
 
-def phases_markdown(records: list[dict]) -> str:
+def phases_markdown(records: Records) -> str:
     rows = _phase_rows(records)
     if not rows:
         return ""
@@ -248,25 +243,25 @@ def phases_markdown(records: list[dict]) -> str:
 task_rank = _task_rank
 
 
-def _by_task(records: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: (task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"])):
-        out[r["case"]["task"]].append(r)
+def _by_task(records: Records) -> dict[str, Records]:
+    out: dict[str, Records] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (task_rank(r.case.task), r.case.label, r.case.num_envs)):
+        out[r.case.task].append(r)
     return out
 
 
-def scaling_plot(task: str, recs: list[dict], path: Path) -> None:
+def scaling_plot(task: str, recs: Records, path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    lines: dict[str, list[dict]] = defaultdict(list)
+    lines: dict[str, Records] = defaultdict(list)
     for r in recs:
-        lines[label(r)].append(r)
+        lines[r.case.label].append(r)
     for name, rs in sorted(lines.items()):
-        rs.sort(key=lambda r: r["case"]["num_envs"])
-        x = [r["case"]["num_envs"] for r in rs]
-        s = [r["summary"]["env_steps_per_s"] for r in rs]
-        ax.plot(x, [v["median"] for v in s], marker="o", label=mathtext(name), color=colour(name))
-        ax.fill_between(x, [v["ci_low"] for v in s], [v["ci_high"] for v in s], alpha=0.2, color=colour(name))
+        rs.sort(key=lambda r: r.case.num_envs)
+        x = [r.case.num_envs for r in rs]
+        s = [r.ok_summary.env_steps_per_s for r in rs]
+        ax.plot(x, [v.median for v in s], marker="o", label=mathtext(name), color=colour(name))
+        ax.fill_between(x, [v.ci_low for v in s], [v.ci_high for v in s], alpha=0.2, color=colour(name))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("num_envs")
@@ -279,18 +274,16 @@ def scaling_plot(task: str, recs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def comparison_plot(recs: list[dict], num_envs: int, path: Path) -> bool:
-    rows = [r for r in recs if r["case"]["num_envs"] == num_envs]
+def comparison_plot(recs: Records, num_envs: int, path: Path) -> bool:
+    rows = [r for r in recs if r.case.num_envs == num_envs]
     if not rows:
         return False
     plt = pyplot()
-    rows.sort(key=lambda r: (task_rank(r["case"]["task"]), label(r)))
-    names = [f"{r['case']['task']} / {label(r)}" for r in rows]
-    med = [r["summary"]["env_steps_per_s"]["median"] for r in rows]
-    err = [
-        [m - r["summary"]["env_steps_per_s"]["ci_low"] for m, r in zip(med, rows)],
-        [r["summary"]["env_steps_per_s"]["ci_high"] - m for m, r in zip(med, rows)],
-    ]
+    rows.sort(key=lambda r: (task_rank(r.case.task), r.case.label))
+    names = [f"{r.case.task} / {r.case.label}" for r in rows]
+    rates = [r.ok_summary.env_steps_per_s for r in rows]
+    med = [e.median for e in rates]
+    err = [[e.median - e.ci_low for e in rates], [e.ci_high - e.median for e in rates]]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.5))
     ax.barh([mathtext(n) for n in names], med, xerr=err, color="tab:blue", alpha=0.8)
     ax.set_xscale("log")
@@ -303,29 +296,28 @@ def comparison_plot(recs: list[dict], num_envs: int, path: Path) -> bool:
     return True
 
 
-def decision_rows(records: list[dict]) -> list[tuple[str, str, int, float, float, float]]:
+def decision_rows(records: Records) -> list[tuple[str, str, int, float, float, float]]:
     """(task, backend, best num_envs, steps/s, seconds to 10M, seconds to 1B) per task x backend."""
-    best: dict[tuple[str, str], dict] = {}
+    best: dict[tuple[str, str], ThroughputRecord] = {}
     for r in records:
-        k = (r["case"]["task"], label(r))
-        if k not in best or r["summary"]["env_steps_per_s"]["median"] > best[k]["summary"]["env_steps_per_s"]["median"]:
+        k = (r.case.task, r.case.label)
+        if k not in best or r.ok_summary.env_steps_per_s.median > best[k].ok_summary.env_steps_per_s.median:
             best[k] = r
     rows = []
     for (task, name), r in sorted(best.items(), key=lambda kv: (task_rank(kv[0][0]), kv[0][1])):
-        rate = r["summary"]["env_steps_per_s"]["median"]
-        rows.append((task, name, r["case"]["num_envs"], rate, 1e7 / rate, 1e9 / rate))
+        rate = r.ok_summary.env_steps_per_s.median
+        rows.append((task, name, r.case.num_envs, rate, 1e7 / rate, 1e9 / rate))
     return rows
 
 
-
-def site_sections(tp: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:
+def site_sections(tp: Records, out: Path, num_envs: int | None = None) -> Iterator[str]:
     if tp:
         yield ("<h2 id='scaling'>Throughput scaling</h2>")
         for task, recs in _by_task(tp).items():
             name = f"scaling-{slug(task)}.png"
             scaling_plot(task, recs, out / name)
             yield (f"<h3>{attr(task)}</h3><img class='plot' src='{attr(name)}' alt='{attr(task)} scaling'>")
-        sizes = sorted({r["case"]["num_envs"] for r in tp}, key=lambda n: (-sum(r["case"]["num_envs"] == n for r in tp), n))
+        sizes = sorted({r.case.num_envs for r in tp}, key=lambda n: (-sum(r.case.num_envs == n for r in tp), n))
         n = num_envs or sizes[0]
         yield (f"<h2 id='comparison'>Backends at {n} envs</h2>")
         if comparison_plot(tp, n, out / "comparison.png"):
@@ -335,9 +327,9 @@ def site_sections(tp: list[dict], out: Path, num_envs: int | None = None) -> Ite
         yield (html_table(["task", "backend", "best num_envs", "env steps/s", "10M steps", "1B steps"],
                             [[t, b, n_, fmt_rate(r), duration(a), duration(z)] for t, b, n_, r, a, z in decision_rows(tp)], "decision"))
         rows = []
-        for r in sorted(tp, key=lambda r: (task_rank(r["case"]["task"]), label(r), r["case"]["num_envs"])):
-            s = r["summary"]["env_steps_per_s"]
-            rows.append([r["case"]["task"], label(r), r["case"]["num_envs"], fmt_rate(s["median"]), f"{fmt_rate(s['ci_low'])}-{fmt_rate(s['ci_high'])}", r["run_id"]])
+        for r in sorted(tp, key=lambda r: (task_rank(r.case.task), r.case.label, r.case.num_envs)):
+            s = r.ok_summary.env_steps_per_s
+            rows.append([r.case.task, r.case.label, r.case.num_envs, fmt_rate(s.median), f"{fmt_rate(s.ci_low)}-{fmt_rate(s.ci_high)}", r.run_id])
         yield ("<h2 id='throughput-table'>All throughput cases</h2>" + html_table(["task", "backend", "envs", "steps/s", "95% interval", "run"], rows, "throughput"))
         phase_rows = _phase_rows(tp)
         if phase_rows:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv.modes.base import Headline, Mode, Plan
 
+if TYPE_CHECKING:
+    from gpuenv.modes.ttr.record import TtrRecord
 
-class TimeToReward(Mode):
+
+class TimeToReward(Mode["TtrRecord"]):
     name = "time-to-reward"
     suite_kind = "time-to-reward"
     process_word = "seed"
@@ -48,36 +51,49 @@ class TimeToReward(Mode):
 
         return build_record(item, outcomes, ctx)
 
-    def training_rates(self, record: dict) -> list[float]:
-        if record["status"] != "ok":
+    def training_rates(self, record: TtrRecord) -> list[float]:
+        if record.status != "ok":
             return []
-        return sorted(x["env_steps_to_threshold"] / x["train_time_to_threshold_s"] for x in record.get("runs") or []
-                      if x.get("env_steps_to_threshold") and x.get("train_time_to_threshold_s"))
+        return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in record.runs
+                      if x.env_steps_to_threshold and x.train_time_to_threshold_s)
 
-    def headline(self, record: dict) -> Headline:
-        t = record["summary"]["time_to_threshold_s"]
-        return Headline(t["iqm"], t["ci_low"], t["ci_high"], "s to reward", higher_is_better=False)
+    def page_rows(self, record: TtrRecord) -> list[tuple[str, Any]]:
+        return [("trainer", record.what.trainer), ("protocol", record.what.protocol)]
 
-    def ratio(self, new: dict, old: dict) -> tuple[float, float, float]:
+    def training_line(self, record: TtrRecord) -> str:
+        c, s = record.case, record.ok_summary
+        return (f"PPO ({c.trainer}, {record.case_key}) reached return {c.threshold:g} in "
+                f"{s.time_to_threshold_s.median:.0f} s median, {s.reached}/{s.seeds} seeds")
+
+    def headline(self, record: TtrRecord) -> Headline:
+        t = record.ok_summary.time_to_threshold_s
+        return Headline(t.iqm, t.ci_low, t.ci_high, "s to reward", higher_is_better=False)
+
+    def ratio(self, new: TtrRecord, old: TtrRecord) -> tuple[float, float, float]:
         from gpuenv.modes.ttr.report import iqm_ratio
 
         return iqm_ratio(new, old)
 
-    def progress_line(self, record: dict) -> str:
+    def progress_line(self, record: TtrRecord) -> str:
         from gpuenv.format import fmt_s
 
-        sm = record["summary"]
-        t = sm["time_to_threshold_s"]
-        return f"{sm['reached']}/{sm['seeds']} reached {record['case']['threshold']:g}; wall s IQM {fmt_s(t['iqm'])}"
+        sm = record.ok_summary
+        return (f"{sm.reached}/{sm.seeds} reached {record.case.threshold:g}; "
+                f"wall s IQM {fmt_s(sm.time_to_threshold_s.iqm)}")
 
-    def missed(self, record: dict) -> bool:
-        return record["status"] == "ok" and record["summary"]["passed"] is False
+    def missed(self, record: TtrRecord) -> bool:
+        return record.status == "ok" and record.ok_summary.passed is False
 
-    def worker_memories(self, record: dict) -> list[dict]:
-        return [r.get("memory") or {} for r in record.get("runs") or []]
+    def worker_memories(self, record: TtrRecord) -> list[dict]:
+        return [r.memory for r in record.runs]
 
-    def asv_benchmark(self, record: dict) -> str:
-        return f"gpuenv_records.ppo_{record['case']['task']}.track_seconds_to_reward"
+    def asv_benchmark(self, record: TtrRecord) -> str:
+        return f"gpuenv_records.ppo_{record.case.task}.track_seconds_to_reward"
+
+
+    def asv_param(self, record: TtrRecord) -> str:
+        c = record.case
+        return f"{c.label}/{c.trainer}@{c.num_envs}"
 
 
 MODE = TimeToReward()

@@ -8,19 +8,15 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from gpuenv.results.migrate import legacy_failure
-from gpuenv.results.models import Failure, IqmInterval, RecordBase
+from gpuenv.results.models import CaseBase, Failure, IqmInterval, RecordBase, SummaryBase, WhatBase
 from gpuenv.results.types import Bool, Float, Fraction, Identifier, Model, NonNegFloat, NonNegInt, OpenModel, PosFloat, PosInt, Str, presence
 from gpuenv.results.workload import catalogue_workload
 
 VALUE_KEYS = ("time_to_threshold_s", "train_time_to_threshold_s", "env_steps_to_threshold")
 
 
-class TtrCase(Model):
-    backend: Identifier
-    variant: Identifier
-    task: Identifier
+class TtrCase(CaseBase):
     trainer: Identifier
-    num_envs: PosInt
     threshold: Float  # evaluation return to reach
     max_env_steps: PosInt
     max_time_s: PosFloat
@@ -29,11 +25,8 @@ class TtrCase(Model):
     hyperparams: dict[str, Any]
 
 
-class TtrWhat(Model):
-    native_env_id: Str
+class TtrWhat(WhatBase):
     trainer: Str  # what the trainer is, in words
-    catalogue: dict[str, Any]
-    details: dict[str, Any]
     protocol: Str  # how the clock and the evaluations work, in one sentence
 
 
@@ -53,6 +46,7 @@ class TtrRun(OpenModel):
     train_time_to_threshold_s: NonNegFloat | None = Field(None, validate_default=True)
     env_steps_to_threshold: NonNegFloat | None = Field(None, validate_default=True)
     curve: list[dict[str, Any]] = []
+    memory: dict[str, Any] = {}  # gpuenv.measure.monitor.memory: the seed's peaks
 
     @field_validator("failure", mode="before")
     @classmethod
@@ -67,7 +61,7 @@ class TtrRun(OpenModel):
         return v if status in (None, "failed") else presence(v, needed=True, when=f"status is {status!r}")
 
 
-class TtrSummary(Model):
+class TtrSummary(SummaryBase):
     seeds: NonNegInt
     reached: NonNegInt
     censored: NonNegInt
@@ -78,14 +72,7 @@ class TtrSummary(Model):
     time_to_threshold_s: IqmInterval
     train_time_to_threshold_s: IqmInterval
     env_steps_to_threshold: IqmInterval
-    startup_s_median: NonNegFloat
-    compile_s_median: NonNegFloat
     eval_s_median: NonNegFloat
-    host_memory_mib: PosFloat | None = None  # median over seeds of the process tree's PSS peak (absent before it was measured)
-    host_memory_mib_per_env: PosFloat | None = None
-    device_peak_mib: PosFloat | None = None  # device memory the backend and policy used; null: not measured
-    device_peak_mib_per_env: PosFloat | None = None
-    warnings: list[Str]
 
 
 class TtrRecord(RecordBase):
@@ -102,6 +89,10 @@ class TtrRecord(RecordBase):
         if info.data.get("status") == "ok" and all(r.status == "failed" for r in v):
             raise PydanticCustomError("no_run", "needs a reached or censored run when status is 'ok'")
         return v
+
+    @property
+    def ok_summary(self) -> TtrSummary:
+        return self._summary_of_ok(self.summary)
 
 
 RECORD = TtrRecord

@@ -11,29 +11,32 @@ from pathlib import Path
 from rich.table import Table
 
 from gpuenv.escape import markup, mathtext, pyplot
-from gpuenv.format import attr, fmt_s, host_memory, html_table, slug
+from gpuenv.format import attr, fmt_s, html_table, slug
 from gpuenv.measure import stats
+from gpuenv.modes.ttr.record import TtrRecord
+from gpuenv.results.models import IqmInterval
 from gpuenv.tasks import task_rank as _task_rank
 
+Records = list[TtrRecord]
 
-def label(r: dict) -> str:
-    c = r["case"]
-    return f"{c['backend']}:{c['variant']} / {c['trainer']}"
+
+def label(r: TtrRecord) -> str:
+    return f"{r.case.label} / {r.case.trainer}"
 
 
 def fmt_steps(x: float) -> str:
     return f"{x / 1e6:.2f}M" if x >= 1e6 else (f"{x / 1e3:.0f}k" if x >= 1e4 else f"{x:,.0f}")
 
 
-def _agg(a: dict, fmt) -> str:
-    return f"{fmt(a['iqm'])} [{fmt(a['ci_low'])}-{fmt(a['ci_high'])}]"
+def _agg(a: IqmInterval, fmt) -> str:
+    return f"{fmt(a.iqm)} [{fmt(a.ci_low)}-{fmt(a.ci_high)}]"
 
 
-def runs_of(r: dict) -> list[tuple[float, bool]]:
-    return [(x["time_to_threshold_s"], x["status"] == "reached") for x in r["runs"] if x["status"] != "failed"]
+def runs_of(r: TtrRecord) -> list[tuple[float, bool]]:
+    return [(x.time_to_threshold_s or 0.0, x.status == "reached") for x in r.runs if x.status != "failed"]
 
 
-def iqm_ratio(new: dict, old: dict, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+def iqm_ratio(new: TtrRecord, old: TtrRecord, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """NEW/OLD of the IQM wall-clock time to threshold, percentile bootstrap over seeds (both sides)."""
     import numpy as np
 
@@ -47,17 +50,17 @@ def iqm_ratio(new: dict, old: dict, n_boot: int = 2000, seed: int = 0) -> tuple[
     return stats.iqm(a) / stats.iqm(b), float(lo), float(hi)
 
 
-def by_task(records: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: (_task_rank(r["case"]["task"]), label(r))):
-        out[r["case"]["task"]].append(r)
+def by_task(records: Records) -> dict[str, Records]:
+    out: dict[str, Records] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (_task_rank(r.case.task), label(r))):
+        out[r.case.task].append(r)
     return out
 
 
-def tables(records: list[dict]) -> list[Table]:
+def tables(records: Records) -> list[Table]:
     out = []
     for task, recs in by_task(records).items():
-        thresholds = sorted({r["case"]["threshold"] for r in recs})
+        thresholds = sorted({r.case.threshold for r in recs})
         t = Table(
             title=f"{task}: time to eval return >= {', '.join(f'{x:g}' for x in thresholds)}; IQM over seeds [95% interval]",
             title_justify="left",
@@ -75,23 +78,23 @@ def tables(records: list[dict]) -> list[Table]:
         ]:
             t.add_column(col, justify=just)  # type: ignore[arg-type]
         for r in recs:
-            c = r["case"]
-            if r["status"] != "ok":
-                t.add_row(label(r), str(c["num_envs"]), f"[red]{r['status']}[/]", markup(r["failure"]["reason"][:70]), "", "", "", "", "")
+            c = r.case
+            if r.failure is not None:
+                t.add_row(label(r), str(c.num_envs), f"[red]{r.status}[/]", markup(r.failure.reason[:70]), "", "", "", "", "")
                 continue
-            s = r["summary"]
-            reached = f"{s['reached']}/{s['seeds']}"
-            reached = f"[green]{reached}[/]" if s["passed"] else f"[red]{reached}[/]"
+            s = r.ok_summary
+            reached = f"{s.reached}/{s.seeds}"
+            reached = f"[green]{reached}[/]" if s.passed else f"[red]{reached}[/]"
             t.add_row(
                 label(r),
-                str(c["num_envs"]),
+                str(c.num_envs),
                 reached,
-                _agg(s["time_to_threshold_s"], fmt_s),
-                _agg(s["train_time_to_threshold_s"], fmt_s),
-                _agg(s["env_steps_to_threshold"], fmt_steps),
-                fmt_s(s["startup_s_median"]),
-                fmt_s(s["compile_s_median"]),
-                host_memory(s),
+                _agg(s.time_to_threshold_s, fmt_s),
+                _agg(s.train_time_to_threshold_s, fmt_s),
+                _agg(s.env_steps_to_threshold, fmt_steps),
+                fmt_s(s.startup_s_median),
+                fmt_s(s.compile_s_median),
+                s.host_memory_cell(),
             )
         out.append(t)
         pairs = pairwise(recs)
@@ -105,47 +108,47 @@ def tables(records: list[dict]) -> list[Table]:
     return out
 
 
-def pairwise(recs: list[dict]) -> list[tuple[str, str, tuple[float, float, float]]]:
-    ok = [r for r in recs if r["status"] == "ok" and runs_of(r)]
+def pairwise(recs: Records) -> list[tuple[str, str, tuple[float, float, float]]]:
+    ok = [r for r in recs if r.status == "ok" and runs_of(r)]
     return [
         (label(a), label(b), stats.prob_faster(runs_of(a), runs_of(b)))
         for a, b in combinations(ok, 2)
-        if a["case"]["threshold"] == b["case"]["threshold"]  # the same target, or the question is moot
+        if a.case.threshold == b.case.threshold  # the same target, or the question is moot
     ]
 
 
-def footnotes(records: list[dict]) -> list[str]:
+def footnotes(records: Records) -> list[str]:
     lines = []
     for r in records:
-        if r["status"] != "ok":
+        if r.status != "ok":
             continue
-        s = r["summary"]
-        if not s["passed"]:
-            lines.append(f"{r['case_key']}: only {s['reached']} of {s['seeds']} seeds reached the threshold (needs {s['pass_min_seeds']})")
-        for w in s.get("warnings", []):
+        s = r.ok_summary
+        if not s.passed:
+            lines.append(f"{r.case_key}: only {s.reached} of {s.seeds} seeds reached the threshold (needs {s.pass_min_seeds})")
+        for w in s.warnings:
             if not w.startswith("only") or "seeds" not in w:
-                lines.append(f"{r['case_key']}: {w}")
-        for x in r["runs"]:
-            if x["status"] == "failed":
-                lines.append(f"{r['case_key']} seed {x['seed']}: failed: {x['failure']['reason']}")
+                lines.append(f"{r.case_key}: {w}")
+        for x in r.runs:
+            if x.failure is not None:
+                lines.append(f"{r.case_key} seed {x.seed}: failed: {x.failure.reason}")
     return lines
 
 
-def markdown(records: list[dict]) -> str:
+def markdown(records: Records) -> str:
     lines = [
         "| task | backend / trainer | envs | reached | wall s to threshold | train s (no startup/compile/eval) | env steps |",
         "|---|---|---|---|---|---|---|",
     ]
     for task, recs in by_task(records).items():
         for r in recs:
-            if r["status"] != "ok":
-                lines.append(f"| {task} | {label(r)} | {r['case']['num_envs']} | {r['status']} | | | |")
+            if r.summary is None:
+                lines.append(f"| {task} | {label(r)} | {r.case.num_envs} | {r.status} | | | |")
                 continue
-            s = r["summary"]
+            s = r.summary
             lines.append(
-                f"| {task} (>= {r['case']['threshold']:g}) | {label(r)} | {r['case']['num_envs']} | {s['reached']}/{s['seeds']} | "
-                f"{_agg(s['time_to_threshold_s'], fmt_s)} | {_agg(s['train_time_to_threshold_s'], fmt_s)} | "
-                f"{_agg(s['env_steps_to_threshold'], fmt_steps)} |"
+                f"| {task} (>= {r.case.threshold:g}) | {label(r)} | {r.case.num_envs} | {s.reached}/{s.seeds} | "
+                f"{_agg(s.time_to_threshold_s, fmt_s)} | {_agg(s.train_time_to_threshold_s, fmt_s)} | "
+                f"{_agg(s.env_steps_to_threshold, fmt_steps)} |"
             )
     return "\n".join(lines)
 
@@ -153,33 +156,32 @@ def markdown(records: list[dict]) -> str:
 # --- report site -----------------------------------------------------------------------------------
 
 
-def ttr_plot(task: str, recs: list[dict], path: Path) -> None:
+def ttr_plot(task: str, recs: Records, path: Path) -> None:
     plt = pyplot()
     names = [label(r) for r in recs]
-    t = [r["summary"]["time_to_threshold_s"] for r in recs]
+    t = [r.ok_summary.time_to_threshold_s for r in recs]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(recs) + 1.5))
-    ax.barh([mathtext(n) for n in names], [v["iqm"] for v in t], xerr=[[v["iqm"] - v["ci_low"] for v in t], [v["ci_high"] - v["iqm"] for v in t]], color="tab:green", alpha=0.8)
+    ax.barh([mathtext(n) for n in names], [v.iqm for v in t], xerr=[[v.iqm - v.ci_low for v in t], [v.ci_high - v.iqm for v in t]], color="tab:green", alpha=0.8)
     ax.invert_yaxis()
-    ax.set_xlabel(f"wall-clock s to eval return >= {recs[0]['case']['threshold']:g} (IQM over seeds, 95% interval)")
+    ax.set_xlabel(f"wall-clock s to eval return >= {recs[0].case.threshold:g} (IQM over seeds, 95% interval)")
     ax.set_title(mathtext(f"{task}: PPO time-to-reward"))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def site_sections(ttr: list[dict], out: Path, num_envs: int | None = None) -> Iterator[str]:  # num_envs: each case sets its own
+def site_sections(ttr: Records, out: Path, num_envs: int | None = None) -> Iterator[str]:  # num_envs: each case sets its own
     if ttr:
         yield ("<h2 id='ttr'>PPO time-to-reward</h2>")
-        by_task: dict[str, list[dict]] = defaultdict(list)
+        by_task: dict[str, Records] = defaultdict(list)
         for r in ttr:
-            if r["status"] == "ok":
-                by_task[r["case"]["task"]].append(r)
+            if r.status == "ok":
+                by_task[r.case.task].append(r)
         for task, recs in sorted(by_task.items(), key=lambda kv: _task_rank(kv[0])):
             name = f"ttr-{slug(task)}.png"
             ttr_plot(task, recs, out / name)
             yield (f"<h3>{attr(task)}</h3><img class='plot' src='{attr(name)}' alt='{attr(task)} time to reward'>")
-        rows = [[r["case"]["task"], label(r), f"{r['summary']['reached']}/{r['summary']['seeds']}",
-                 f"{r['summary']['time_to_threshold_s']['iqm']:.1f}", f"{r['summary']['env_steps_to_threshold']['iqm']:.0f}"]
-                for r in ttr if r["status"] == "ok"]
+        rows = [[r.case.task, label(r), f"{s.reached}/{s.seeds}", f"{s.time_to_threshold_s.iqm:.1f}", f"{s.env_steps_to_threshold.iqm:.0f}"]
+                for r in ttr if (s := r.summary) is not None]
         yield (html_table(["task", "backend / trainer", "reached", "wall s (IQM)", "env steps (IQM)"], rows, "ttr"))
 
