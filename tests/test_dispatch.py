@@ -57,9 +57,9 @@ def state_of(out: Path) -> dict | None:
         return None
 
 
-def dispatch_bg(*args: str) -> subprocess.Popen:
+def dispatch_bg(*args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "gpuenv", "dispatch", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True, env={**os.environ, **(env or {})})
 
 
 def wait_for(pred, timeout: float = 120, what: str = "condition"):
@@ -270,11 +270,15 @@ def test_slurm_smoke_array_every_record_with_its_job_facts(cli, tmp_path):
 def test_a_cancelled_task_is_a_failed_case_and_a_rerun_runs_only_it(cli, tmp_path):
     out = tmp_path / "o"
     # parallelism 1: the ok task waits behind the hanging one, then runs once that is cancelled
-    p = dispatch_bg("--executor", "slurm", "--suite", str(fake(tmp_path, '"fake:hang", "fake:ok"', "1")), "--out", str(out))
+    started = tmp_path / "hang.pid"  # written by the hanging case itself: the task is in the case, not still starting
+    p = dispatch_bg("--executor", "slurm", "--suite", str(fake(tmp_path, '"fake:hang", "fake:ok"', "1")), "--out", str(out),
+                    env={"GPUENV_FAKE_CHILD_PIDFILE": str(started)})
     try:
         st = wait_for(lambda: (s := state_of(out)) and all(t["job_id"] for t in s["tasks"]) and s, what="the array's job ids")
         hang, ok = (t["job_id"] for t in st["tasks"])
         wait_for(lambda: sacct_state(hang).startswith("RUNNING"), what="the hanging task to start")
+        # a task cancelled while gpuenv still imports has no case running: it writes no interrupted record
+        wait_for(started.exists, timeout=300, what="the hanging case to start")
         subprocess.run(["scancel", hang], check=True)
         stdout, stderr = p.communicate(timeout=300)
     finally:

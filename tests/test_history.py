@@ -118,6 +118,23 @@ def test_change_points_find_a_planted_step_and_nothing_in_noise():
     assert np.sum(np.abs(np.diff(flat)) / 1000 > 0.1) > 3
 
 
+def test_a_history_too_short_for_the_test_shows_no_change_not_a_lucky_one():
+    """A permutation test on n points cannot give p below 2 / C(n, n/2): under 10 points no change is
+    claimed, whatever the values. Before shuffles that reproduce the split counted as ties, a perfect
+    9-point step came out 'significant' in 9 of 20 seeds through rounding."""
+    from gpuenv.history.changepoints import min_points
+
+    assert min_points() == 10 and min_points(alpha=0.05) == 8
+    rng = np.random.default_rng(0)
+    for n in (6, 8, 9):
+        for seed in range(20):
+            step = np.r_[1000 * (1 + 0.01 * rng.standard_normal(n // 2)), 700 * (1 + 0.01 * rng.standard_normal(n - n // 2))]
+            assert detect(step, seed=seed) == [], (n, seed)
+    found = [bool(detect(np.r_[1000 * (1 + 0.01 * rng.standard_normal(6)), 700 * (1 + 0.01 * rng.standard_normal(6))], seed=s))
+             for s in range(20)]
+    assert sum(found) >= 18  # 12 points: a clean 30% step is found
+
+
 def history(tmp_path: Path, drop_at: int | None, n: int = 24) -> Path:
     base = next(r for r in published() if r["case_key"] == "envpool-sync-halfcheetah-n8")
     rng = np.random.default_rng(3)
@@ -137,12 +154,47 @@ def history(tmp_path: Path, drop_at: int | None, n: int = 24) -> Path:
 
 
 def test_regressions_find_the_planted_change_and_its_versions(tmp_path):
-    (found,), histories = change_points(records_of(history(tmp_path, drop_at=12)))
-    assert histories == 1 and found.regression
+    search = change_points(records_of(history(tmp_path, drop_at=12)))
+    (found,) = search.found
+    assert search.histories == 1 and found.regression and search.blind_lines() == []
     case, at, _, _, change, kind, what = found.row()
     assert case.startswith("envpool-sync-halfcheetah-n8@") and at == "#12 run12" and kind == "regression"
     assert "envpool 0.8.4->1.2.5" in what and change.startswith("-")
-    assert change_points(records_of(history(tmp_path / "flat", drop_at=None))) == ([], 1)
+    flat = change_points(records_of(history(tmp_path / "flat", drop_at=None)))
+    assert flat.found == [] and flat.histories == 1 and flat.blind_lines() == []
+
+
+def test_regressions_say_what_they_could_not_see(tmp_path, cli):
+    """Histories too short to show a change, and cases that stopped while their suite went on."""
+    short = change_points(records_of(history(tmp_path / "short", drop_at=None, n=5)))
+    assert short.found == [] and [n for _, n in short.short] == [5]
+    (line,) = short.blind_lines()
+    assert "1 of 1 case histories have fewer than 10 points (median 5, longest 5): no change can be found" in line
+
+    # three cases in the same 12 runs: one all along, one that stops after run 5, one that fails from run 8
+    out = tmp_path / "stops"
+    base = [r for r in published() if r["status"] == "ok"][:3]
+    for i in range(12):
+        for j, b in enumerate(base):
+            if j == 1 and i > 5:
+                continue
+            r = copy.deepcopy(b)
+            r["run_id"], r["created_utc"] = f"run{i:02d}", f"2026-11-{i + 1:02d}T00:00:0{j}+00:00"
+            if j == 2 and i >= 8:
+                r["status"], r["summary"] = "failed", None
+                r["failure"] = {"kind": "crashed", "reason": "ImportError: the new release broke it", "process": 0, "stderr_tail": ""}
+            write_record(prepare_dir(out / r["run_id"]), r)
+    search = change_points(records_of(out))
+    stopped = {s.case.split(":", 1)[1]: s for s in search.stopped}
+    assert set(stopped) == {base[1]["case_key"], base[2]["case_key"]}
+    assert stopped[base[1]["case_key"]].last_run == "run05" and stopped[base[1]["case_key"]].later_runs == 6
+    assert stopped[base[1]["case_key"]].newest_failure is None
+    assert stopped[base[2]["case_key"]].later_runs == 4 and "crashed: ImportError" in (stopped[base[2]["case_key"]].newest_failure or "")
+    r = cli("regressions", str(out))  # the command says it under the table's count
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and f"stopped: env-step-throughput:{base[1]['case_key']} was last measured in run run05" in text
+    assert "its newest record failed: crashed: ImportError: the new release broke it" in text
+
 
 
 # --- report site ----------------------------------------------------------------------------------

@@ -102,7 +102,8 @@ def regressions(
     check_min_change(min_change)  # before any record is read
     records, problems = load_records(paths or ["results"], "records")
     print_skipped(problems)
-    found, histories = change_points(records, min_change=min_change, by_version=by_version)
+    search = change_points(records, min_change=min_change, by_version=by_version)
+    found = search.found
     if found:
         t = Table(title="change points (permutation test of the best split, p < 0.01)", title_justify="left")
         for col in COLUMNS:
@@ -113,7 +114,9 @@ def regressions(
             cells[kind] = f"[{'red' if f.regression else 'green'}]{cells[kind]}[/]"
             t.add_row(*cells)
         console.print(t)
-    console.print(f"{len(found)} change point(s) in {histories} case histories ({len(records)} records)")
+    console.print(f"{len(found)} change point(s) in {search.histories} case histories ({search.records} records)")
+    for line in search.blind_lines():
+        console.print(f"[yellow]not seen[/] {markup(line)}")
 
 
 @app.command()

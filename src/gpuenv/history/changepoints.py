@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+TIE = 1e-9  # relative: two t statistics this close are the same split's
+
 
 @dataclass(frozen=True)
 class ChangePoint:
@@ -43,6 +45,18 @@ def _max_t(x: np.ndarray, min_size: int) -> tuple[int, float]:
     return best_k, best_t
 
 
+def min_points(alpha: float = 0.01, min_size: int = 3) -> int:
+    """The fewest points in which `detect` can find a change at all: a permutation test cannot give a
+    p-value below 2 / C(n, n/2) (the observed split and its mirror are among the orderings), so
+    shorter histories can show no change point, whatever their values."""
+    from math import comb
+
+    n = 2 * min_size
+    while 2 / comb(n, n // 2) >= alpha:
+        n += 1
+    return n
+
+
 def detect(
     series,
     *,
@@ -56,9 +70,11 @@ def detect(
     rng = np.random.default_rng(seed)
     found: list[ChangePoint] = []
 
+    shortest = min_points(alpha, min_size)
+
     def search(lo: int, hi: int) -> None:
         seg = x[lo:hi]
-        if seg.size < 2 * min_size:
+        if seg.size < shortest:  # no split of it could reach p < alpha: none is claimed by chance either
             return
         k, t = _max_t(seg, min_size)
         if k < 0 or t == 0:
@@ -66,7 +82,9 @@ def detect(
         before, after = seg[:k].mean(), seg[k:].mean()
         if before == 0 or abs(after / before - 1) < min_change:
             return
-        exceed = sum(_max_t(rng.permutation(seg), min_size)[1] >= t for _ in range(permutations))
+        # a shuffle that reproduces the split (its groups in another order) has the same t up to
+        # rounding: counted as reaching it, or short histories would look significant by rounding
+        exceed = sum(_max_t(rng.permutation(seg), min_size)[1] >= t * (1 - TIE) for _ in range(permutations))
         p = (exceed + 1) / (permutations + 1)
         if p >= alpha:
             return

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from gpuenv.errors import UserError
-from gpuenv.history.changepoints import ChangePoint, detect
+from gpuenv.history.changepoints import ChangePoint, detect, min_points
 from gpuenv.measure.stats import upper_median
 from gpuenv.modes import of
 from gpuenv.modes.base import MEMORY_METRICS, Metric
@@ -94,16 +94,84 @@ class Found:
         return self.change.change < 0
 
 
+@dataclass(frozen=True)
+class Stopped:
+    """A case whose history ends while later runs of its suite went on without it: a backend that
+    broke, an image that no longer builds, a case dropped from the suite."""
+
+    case: str  # mode:case key
+    last_run: str  # the run of its last ok record
+    last_utc: str
+    later_runs: int  # runs of the same suite after it
+    newest_failure: str | None  # the newest later record of the case, where it failed: its kind and reason
+
+
+@dataclass(frozen=True)
+class Search:
+    """`gpuenv regressions`: what it found, and what it could not see."""
+
+    found: list[Found]
+    histories: int
+    records: int
+    min_points: int  # a history shorter than this can show no change point
+    short: list[tuple[str, int]]  # (history, its points) for those
+    stopped: list[Stopped]
+
+    def blind_lines(self) -> list[str]:
+        """What the search could not see, one line each (empty when it saw everything)."""
+        out = []
+        if self.short:
+            sizes = sorted(n for _, n in self.short)
+            out.append(f"{len(self.short)} of {self.histories} case histories have fewer than {self.min_points} points "
+                       f"(median {sizes[len(sizes) // 2]}, longest {sizes[-1]}): no change can be found in those, whatever "
+                       f"their values, until each has {self.min_points}")
+        for s in self.stopped:
+            why = (f"; its newest record failed: {s.newest_failure}" if s.newest_failure
+                   else "; no later record of it (it left the suite, or was not run)")
+            out.append(f"stopped: {s.case} was last measured in run {s.last_run} ({s.last_utc[:10]}), and {s.later_runs} later "
+                       f"runs of its suite went on without it{why}")
+        return out
+
+
 def check_min_change(min_change: float) -> float:
     if not (math.isfinite(min_change) and 0 <= min_change < 10):
         raise UserError(f"--min-change must be a fraction in [0, 10) (got {min_change}); 0.05 means 5%")
     return min_change
 
 
-def change_points(records: list[Record], *, min_change: float = 0.05, by_version: str | None = None) -> tuple[list[Found], int]:
-    """`gpuenv regressions`: (every change point in every case history, how many histories were searched)."""
+STOPPED_AFTER = 2  # later runs of its suite without a case, before its history counts as stopped
+
+
+def stopped_cases(records: list[Record], after: int = STOPPED_AFTER) -> list[Stopped]:
+    """Cases whose last ok record is older than `after` or more runs of the same suite (any of its
+    cases, on any machine the records come from)."""
+    runs: dict[str, dict[str, str]] = {}  # suite -> run id -> its first record's time
+    for r in records:
+        t = runs.setdefault(r.suite, {})
+        t[r.run_id] = min(t.get(r.run_id, r.created_utc), r.created_utc)
+    last: dict[tuple[str, str], Record] = {}  # (suite, mode:case key) -> its newest ok record
+    newest: dict[tuple[str, str], Record] = {}  # ... its newest record of any status
+    for r in sorted(records, key=lambda r: r.created_utc):
+        k = (r.suite, f"{r.measurement_mode}:{r.case_key}")
+        newest[k] = r
+        if r.status == "ok":
+            last[k] = r
+    out = []
+    for (suite, case), r in sorted(last.items()):
+        later = sum(t > runs[suite][r.run_id] for t in runs[suite].values())
+        if later >= after:
+            n = newest[(suite, case)]
+            failure = f"{n.failure.kind.value}: {n.failure.reason[:120]}" if n.failure is not None and n is not r else None
+            out.append(Stopped(case, r.run_id, r.created_utc, later, failure))
+    return out
+
+
+def change_points(records: list[Record], *, min_change: float = 0.05, by_version: str | None = None) -> Search:
+    """`gpuenv regressions`: every change point in every case history, and what could not be seen."""
     check_min_change(min_change)
     series = series_by_case(records, by_version)
     found = [Found(key, points, cp) for key, points in sorted(series.items())
              for cp in detect([v for v, _ in points], min_change=min_change)]
-    return found, len(series)
+    need = min_points()
+    short = [(key, len(points)) for key, points in sorted(series.items()) if len(points) < need]
+    return Search(found, len(series), len(records), need, short, stopped_cases(records))
