@@ -348,6 +348,17 @@ def test_scratch_of_a_killed_run_is_cleaned_at_the_next_and_no_empty_run_folder_
     p.wait(timeout=60)
     assert scratch[0].exists()  # SIGKILL: its clean-up could not run
     assert not out.exists() or not any(out.iterdir()), "an empty run folder was left behind"
+    # nor a worker: killed this early, the runner may die before its worker set up its guard (then it
+    # leaves at once) or after (then the guard's watchdog kills the worker's group); either way nothing
+    # of the run lives on (it used to: a worker hanging under PID 1 for an hour)
+    def left() -> list[str]:
+        return [ln for ln in subprocess.run(["pgrep", "-fa", scratch[0].name], capture_output=True, text=True).stdout.splitlines()
+                if "pgrep" not in ln]
+
+    deadline = time.time() + 60
+    while left() and time.time() < deadline:
+        time.sleep(0.2)
+    assert not left(), left()
     r = cli("bench", "--suite", str(fake_suite(tmp_path / "ok.toml")), "--out", str(tmp_path / "out2"))
     assert r.returncode == 0, r.stderr
     assert not scratch[0].exists(), "the next run did not clean the killed run's scratch folder"

@@ -32,7 +32,7 @@ from gpuenv.results import schema
 from gpuenv.results.schema import Record
 from gpuenv.results.store import write_record
 from gpuenv.run.provenance import provenance
-from gpuenv.run.worker import PARTIAL
+from gpuenv.run.worker import PARTIAL, RUNNER_ENV
 
 STDERR_TAIL = 2000
 
@@ -121,7 +121,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,
-            env={**os.environ, **how.env},
+            env={**os.environ, **how.env, RUNNER_ENV: str(os.getpid())},  # worker.guard: die with this process
             start_new_session=True,  # its own process group: a kill takes its children (SubprocVecEnv) too
         )
         INTERRUPT.current = proc

@@ -90,6 +90,7 @@ def main(spec_path: str, out_path: str) -> int:
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+RUNNER_ENV = "GPUENV_RUNNER_PID"  # the runner's pid, set for each worker it starts (guard() checks it)
 
 
 def _die_with_parent(sig: int) -> bool:
@@ -112,7 +113,14 @@ def guard(parent: int | None = None) -> None:
     the whole group: the worker, SubprocVecEnv processes, simulator servers. A watchdog that does
     nothing else cannot be stuck in native code the way a simulator can. The child carries on as the
     worker (it dies with the watchdog too); the watchdog passes on the child's exit status or signal.
+    A runner killed before its worker got here (its parent is then PID 1) is told apart from a worker
+    run by hand by GPUENV_RUNNER_PID, which the runner sets: such a worker leaves at once.
     """
+    runner = os.environ.get(RUNNER_ENV, "")
+    if parent is None and runner.isdigit():
+        parent = int(runner)
+        if os.getppid() != parent:  # the runner died before this worker got here: no one will read a result
+            os._exit(WORKER_ERROR_EXIT)
     parent = os.getppid() if parent is None else parent
     if not sys.platform.startswith("linux") or parent == 1 or os.getpgrp() != os.getpid():
         return  # not started by the runner as a group leader (run by hand): nothing to guard
