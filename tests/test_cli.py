@@ -112,3 +112,14 @@ def test_show_markdown(cli, tmp_path):
     lines = r.stdout.strip().splitlines()
     assert lines[0] == "| task | backend | 1 envs | 4 envs |"
     assert lines[2].startswith("| cartpole | fake:ok | ") and lines[2].count("(") == 2
+
+
+def test_version_and_short_help_as_other_tools_have_them(cli):
+    from gpuenv import __version__
+
+    v = cli("--version")
+    assert v.returncode == 0 and v.stdout.startswith(f"gpuenv {__version__}") and not v.stderr, v.stdout + v.stderr
+    assert cli("-V").stdout == v.stdout
+    for args in (["-h"], ["show", "-h"], ["bench", "-h"]):
+        r = cli(*args)
+        assert r.returncode == 0 and "Usage: gpuenv" in r.stdout and "--help" in r.stdout, (args, r.stderr)

@@ -50,3 +50,12 @@ def test_the_readme_is_a_front_door():
     assert "make bench" in text and "make test" in text
     assert re.search(r"run `\d{8}T\d{6}Z-[0-9a-f]{6}`", text), "the results table names its run"
     assert "## Commands" in "\n".join(lines)
+
+
+def test_every_environment_variable_gpuenv_reads_is_documented():
+    import re
+
+    src = "\n".join(p.read_text() for p in (ROOT / "src" / "gpuenv").rglob("*.py"))
+    names = set(re.findall(r"GPUENV_[A-Z0-9_]+", src))
+    documented = set(re.findall(r"GPUENV_[A-Z0-9_]+", (ROOT / "docs" / "environment.md").read_text()))
+    assert len(names) > 15 and not names - documented, sorted(names - documented)

@@ -268,6 +268,9 @@ def test_bad_paths_and_values_are_one_line_and_exit_2(tmp_path, cli):
         (["asv-import", str(PUBLISHED), "--results-dir", "/proc/x/results"], "/proc/x"),
         (["bench", "--suite", "smoke", "--run-id", "", "--out", str(tmp_path / "o")], "--run-id ''"),
         (["bench", "--suite", "smoke", "--num-envs", "1000000000", "--out", str(tmp_path / "o")], "num_envs = 1,000,000,000 is more than"),
+        # the register named where records go: said as what it is, not "a corrupt result file"
+        (["claims", str(ROOT / "claims" / "register.toml")], "register.toml: not a result record"),
+        (["show", str(ROOT / "suites" / "quick.toml")], "a .toml file is a suite (bench --suite FILE) or the claims register"),
     ]:
         one_line_error(cli(*args, timeout=300), needle)
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())

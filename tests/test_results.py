@@ -212,3 +212,18 @@ def test_speedup_uses_the_baseline_of_the_same_run():
         console.print(t)
     text = console.export_text()
     assert "10.00x" in text and "2.00x" not in text
+
+
+def test_only_variables_that_change_speed_are_recorded_and_never_a_credential(monkeypatch):
+    """Records are published: `where.env` holds what changes speed (XLA, CUDA, thread counts), not
+    Terraform's TF_* (gpuenv runs no TensorFlow; TF_TOKEN_* are credentials) nor any *KEY/*TOKEN name."""
+    from gpuenv.measure.system import speed_env
+
+    for name, value in {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "CUDA_VISIBLE_DEVICES": "0",
+                        "OMP_NUM_THREADS": "2", "TF_CLI_CONFIG_FILE": "/home/u/.terraformrc", "TF_TOKEN_app_terraform_io": "s3cr3t",
+                        "NVIDIA_API_KEY": "nvapi-s3cr3t", "CUDA_AUTH_TOKEN": "s3cr3t"}.items():
+        monkeypatch.setenv(name, value)
+    env = speed_env()
+    assert {"XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"} <= set(env)
+    assert not {"TF_CLI_CONFIG_FILE", "TF_TOKEN_app_terraform_io", "NVIDIA_API_KEY", "CUDA_AUTH_TOKEN"} & set(env)
+    assert "s3cr3t" not in json.dumps(provenance()["env"])

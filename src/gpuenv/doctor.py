@@ -26,7 +26,11 @@ TOOLKIT_FIX = (
 class Check:
     name: str
     status: str  # "ok" | "fail" | "skip"
-    message: str
+    message: str  # what was found (the table's line)
+    fix: str = ""  # what to do about a failure (its error line says it once, after the message)
+
+    def error(self) -> str:
+        return f"{self.message}: {self.fix}" if self.fix else self.message
 
 
 def _version(v: str) -> tuple[int, ...]:
@@ -42,12 +46,19 @@ def min_driver() -> tuple[str, str]:
     img = images().get(image or "")
     if img is not None and img.min_driver:
         return img.min_driver, f"image gpuenv/{image}"
-    return CUDA_MIN_DRIVER["12"], "JAX/torch CUDA 12 wheels"
+    return CUDA_MIN_DRIVER["13"], "the gpuenv GPU images (CUDA 13 wheels)"
+
+
+def in_container() -> bool:
+    return bool(os.environ.get("GPUENV_IMAGE")) or Path("/.dockerenv").exists()
 
 
 def check_gpu(gpus: list[dict], why: str | None) -> Check:
     if not gpus:
-        return Check("gpu", "fail", f"no NVIDIA GPU visible ({why}): {TOOLKIT_FIX}")
+        fix = TOOLKIT_FIX if in_container() else (
+            f"on a machine with an NVIDIA GPU, install its driver (>= {min_driver()[0]}); without one, the CPU "
+            "backends need none (gpuenv doctor --cpu-ok passes)")
+        return Check("gpu", "fail", f"no NVIDIA GPU visible ({why})", fix)
     return Check("gpu", "ok", "; ".join(f"{g['name']} (driver {g['driver']})" for g in gpus))
 
 
@@ -57,7 +68,7 @@ def check_driver(gpus: list[dict]) -> Check:
         return Check("driver", "skip", f"no GPU: minimum for {source} would be {need}")
     have = gpus[0]["driver"]
     if _version(have) < _version(need):
-        return Check("driver", "fail", f"driver {have} is older than {need}, the minimum for {source}: upgrade the host driver to >= {need}")
+        return Check("driver", "fail", f"driver {have} is older than {need}, the minimum for {source}", f"upgrade the host driver to >= {need}")
     return Check("driver", "ok", f"driver {have} >= {need} ({source})")
 
 
@@ -94,7 +105,7 @@ def check_torch(gpus: list[dict]) -> Check:
     if not gpus:
         return Check("torch", "skip", f"no GPU; torch {torch.__version__} (CUDA {torch.version.cuda})")
     if not torch.cuda.is_available():
-        return Check("torch", "fail", f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device: {TOOLKIT_FIX}")
+        return Check("torch", "fail", f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device", TOOLKIT_FIX)
     return Check("torch", "ok", f"torch {torch.__version__} sees {torch.cuda.get_device_name(0)}")
 
 

@@ -17,8 +17,27 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # -h as well, as on every other tool
     help="gpuenv: one harness for RL simulator throughput, the same in every backend.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gpuenv import __version__
+        from gpuenv.measure.system import git_sha
+
+        git = git_sha()
+        commit = str(git.get("sha") or "")
+        sha = f", commit {commit[:12]}{' (uncommitted changes)' if git.get('dirty') else ''}" if commit else ""
+        print(f"gpuenv {__version__}{sha}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                          help="print gpuenv's version and commit, and exit")) -> None:
+    """gpuenv: one harness for RL simulator throughput, the same in every backend."""
 # Piped output (make, CI logs) gets a width the tables fit in; a terminal keeps its own.
 # emoji=False: ":smile:" in a record is text, not a picture (markup() escapes the rest)
 console = Console(width=None if sys.stdout.isatty() else 132, emoji=False)

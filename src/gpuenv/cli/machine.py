@@ -121,7 +121,7 @@ def doctor(
     if bad:
         for c in bad:  # in a GPU image, no GPU: the one line also says how to measure on the CPU instead
             hint = f"; {CPU_FALLBACK_HINT}" if c.name == "gpu" and in_gpu_image() else ""
-            error_line(f"{c.message}{hint}")
+            error_line(f"{c.error()}{hint}")
         raise typer.Exit(EXIT_USER_ERROR)
     if cpu_ok and any(c.name == "gpu" and c.status == "fail" for c in checks):
         console.print("no GPU here: fine for the CPU backends (--cpu-ok)")

@@ -55,7 +55,7 @@ def bench(
         bad = failures(run_checks(), cpu_ok=cpu_ok())
         if bad:  # GPUENV_CPU_OK=1 lifts only "no GPU"; an old driver or a broken JAX stays an error
             hint = f"; {CPU_FALLBACK_HINT}" if bad[0].name == "gpu" else ""
-            raise UserError(f"{bad[0].message}{hint}; `gpuenv doctor` shows every check")
+            raise UserError(f"{bad[0].error()}{hint}; `gpuenv doctor` shows every check")
     record_tags()  # a bad GPUENV_RECORD_TAGS: one line now, not after the first case ran
     bp = bench_plan(suite, backends=backend, tasks=task, num_envs=num_envs, seeds=seeds, cases=case)
     mode, plan, unavailable = bp.mode, bp.plan, bp.unavailable

@@ -20,6 +20,13 @@ def checked_paths(values: list[str] | list[Path]) -> list[Path]:
     return out
 
 
+def not_a_record(path: Path) -> str:
+    """Why a named file that is no .json file is not read as a record."""
+    toml = "; a .toml file is a suite (bench --suite FILE) or the claims register (GPUENV_CLAIMS=FILE)" \
+        if path.suffix.lower() == ".toml" else ""
+    return f"{path}: not a result record (records are the .json files `gpuenv bench` writes, e.g. results/local/RUN/CASE.json){toml}"
+
+
 def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[list[Record], list[str]]:
     """(valid records, each once, as their modes' models; one message per skipped file). A path that
     does not exist or holds no valid record is an error; a corrupt file among good ones is skipped
@@ -37,6 +44,8 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
                 raise UserError(f"{p}: no result records in this directory (run `gpuenv bench --out {p}` first)")
             records += recs
             problems += probs
+        elif exists and p.suffix.lower() != ".json":
+            problems.append(not_a_record(p))
         elif exists:
             try:
                 records.append(load(p))

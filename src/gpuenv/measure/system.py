@@ -17,8 +17,12 @@ import psutil
 from gpuenv.gpu import inventory
 
 # Env vars that change simulator speed or numerics.
-SPEED_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "MUJOCO_")
+# Environment variables that change speed, recorded in every record (and so published). No "TF_":
+# gpuenv runs no TensorFlow, and Terraform's TF_VAR_* / TF_TOKEN_* hold credentials. A name that
+# reads like a credential is never recorded, whatever its prefix (NVIDIA_API_KEY, an NGC key).
+SPEED_ENV_PREFIXES = ("XLA_", "JAX_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "MUJOCO_")
 SPEED_ENV_NAMES = ("PYTHONHASHSEED", "GPUENV_CPU_OK", "GPUENV_REQUIRE_GPU")
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
 
 
 def _cgroup_limit(name: str) -> str | None:
@@ -82,7 +86,7 @@ def speed_env() -> dict[str, str]:
     return {
         k: v
         for k, v in sorted(os.environ.items())
-        if k.startswith(SPEED_ENV_PREFIXES) or k in SPEED_ENV_NAMES
+        if (k.startswith(SPEED_ENV_PREFIXES) or k in SPEED_ENV_NAMES) and not any(w in k.upper() for w in SECRET_WORDS)
     }
 
 
