@@ -47,11 +47,19 @@ class Summary:
 
 
 def _bootstrap_medians(groups: Sequence[Sequence[float]], n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of n_boot hierarchical resamples: processes with replacement, then each picked
+    process's values with replacement."""
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not arrays:
         raise ValueError("no values to summarise")
-    out = np.empty(n_boot)
     k = len(arrays)
+    if len({a.size for a in arrays}) == 1:  # every process has as many values (the usual case): one array op
+        m = arrays[0].size
+        data = np.stack(arrays)  # (process, value)
+        picks = rng.integers(0, k, size=(n_boot, k, 1))
+        within = rng.integers(0, m, size=(n_boot, k, m))
+        return np.median(data[picks, within].reshape(n_boot, k * m), axis=1)
+    out = np.empty(n_boot)
     for i in range(n_boot):
         picks = rng.integers(0, k, size=k)
         sample = np.concatenate([arrays[p][rng.integers(0, len(arrays[p]), size=len(arrays[p]))] for p in picks])
