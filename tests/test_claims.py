@@ -171,7 +171,7 @@ def test_register_values_are_checked_before_any_arithmetic(cli, tmp_path, check,
 
 
 def test_decide_answers_the_course_question_from_this_machines_records(cli):
-    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", "--results", str(PUBLISHED))
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED))  # paths positional, as in claims, report
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
     assert "row: budget < 50M steps: CPU is fine" in out
@@ -179,6 +179,8 @@ def test_decide_answers_the_course_question_from_this_machines_records(cli):
     assert "needs GPU measurements:" in out and "brax:generalized" in out and "mjx:jax" in out
     table = r.stdout.split("row:")[0]
     assert "gymnasium:subproc" in table and "wall-clock to budget" in table
+    old = cli("decide", "--task", "halfcheetah", "--budget", "50M", "--results", str(PUBLISHED))  # the old spelling still works
+    assert old.returncode == 0 and old.stdout == r.stdout
 
 
 @pytest.fixture(scope="module")

@@ -37,8 +37,10 @@ def claims(
 def decide(
     task: Annotated[str, typer.Option("--task", "-t", help="the task (gpuenv list tasks)")],
     budget: Annotated[str, typer.Option("--budget", help="env steps per run: 50M, 1B, 2e7 ...")],
+    paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
     configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
-    results: Annotated[list[str] | None, typer.Option("--results", help="record files or directories (default: results/)")] = None,
+    results: Annotated[list[str] | None, typer.Option("--results", hidden=True,
+                                                       help="the old spelling of the paths: record files or directories")] = None,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
     from gpuenv.decide import decide as run_decide
@@ -49,7 +51,7 @@ def decide(
 
     get_task(task)  # an unknown task: one line naming the known ones
     steps = parse_steps(budget)
-    records, problems = load_records(results or ["results"], "records")
+    records, problems = load_records([*(paths or []), *(results or [])] or ["results"], "records")
     print_skipped(problems)
     d = run_decide(task, steps, configs, records)
     t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
