@@ -123,3 +123,16 @@ def test_version_and_short_help_as_other_tools_have_them(cli):
     for args in (["-h"], ["show", "-h"], ["bench", "-h"]):
         r = cli(*args)
         assert r.returncode == 0 and "Usage: gpuenv" in r.stdout and "--help" in r.stdout, (args, r.stderr)
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    import typer
+
+    from gpuenv.cli import app
+
+    root = typer.main.get_command(app)
+    missing = [f"{name} {p.opts[0]}" for name, cmd in root.commands.items() if not cmd.hidden  # type: ignore[attr-defined]
+               for p in cmd.params if getattr(p, "param_type_name", "") == "option" and not (p.help or "").strip()]
+    assert not missing, missing
+    dispatch_opts = {o for p in root.commands["dispatch"].params for o in p.opts}  # type: ignore[attr-defined]
+    assert {"--time-limit-min", "--time-min"} <= dispatch_opts  # a limit, not a minimum; the old spelling kept

@@ -191,7 +191,7 @@ def dispatch(
     image: Annotated[str | None, typer.Option("--image", help="image reference (default gpuenv/<backend>:latest) or a .sif")] = None,
     array_parallelism: Annotated[int, typer.Option("--array-parallelism", help="tasks running at once")] = 1,
     cases_per_task: Annotated[int, typer.Option("--cases-per-task", help="cases batched into one array task")] = 1,
-    time_min: Annotated[int, typer.Option("--time-min", help="time limit per task, minutes")] = 60,
+    time_min: Annotated[int, typer.Option("--time-limit-min", "--time-min", help="the scheduler's time limit per task, in minutes")] = 60,
     out: Annotated[str, typer.Option("--out", "-o", help="the shared results directory: records go to OUT/<run id>/")] = "results/dispatch",
     attach: Annotated[str | None, typer.Option("--attach", help="pick up a dispatch by its job id (after the submitting command died)")] = None,
     rerun: Annotated[Path | None, typer.Option("--rerun", help="a dispatch's run directory: submit only its cases with no ok record")] = None,
@@ -259,11 +259,11 @@ def dispatch(
 @app.command()
 def sweep(
     spec: Annotated[str, typer.Argument(help="PACKAGE==V1,V2,... e.g. brax==0.12.1,0.13.0,0.14.2")],
-    suite: Annotated[str, typer.Option("--suite", "-s")] = "quick",
+    suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "quick",
     with_: Annotated[list[str] | None, typer.Option("--with", help="extra pin for every set, e.g. 'numpy<2' (repeatable)")] = None,
     backend: Annotated[str | None, typer.Option("--backend", "-b", help="default: the package's backend")] = None,
-    task: Annotated[list[str] | None, typer.Option("--task", "-t")] = None,
-    out_: Annotated[str, typer.Option("--out", "-o")] = "results/sweeps",
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
+    out_: Annotated[str, typer.Option("--out", "-o", help="directory the sweep's runs and table go to")] = "results/sweeps",
 ) -> None:
     """Run the same suite under several versions of a library, each in its own cached environment."""
     from gpuenv.history import sweep as sw
