@@ -171,12 +171,15 @@ def test_regressions_say_what_they_could_not_see(tmp_path, cli):
     (line,) = short.blind_lines()
     assert "1 of 1 case histories have fewer than 10 points (median 5, longest 5): no change can be found" in line
 
-    # three cases in the same 12 runs: one all along, one that stops after run 5, one that fails from run 8
+    # one backend and task in 12 runs at three sizes: one all along, one that stops after run 5, one
+    # that fails from run 8; and another backend's case in runs 0-1 only: the later runs never tried
+    # that backend, so it did not stop
     out = tmp_path / "stops"
-    base = [r for r in published() if r["status"] == "ok"][:3]
+    by_key = {r["case_key"]: r for r in published()}
+    base = [by_key[f"envpool-sync-cartpole-n{n}"] for n in (1, 8, 64)] + [by_key["gymnasium-subproc-pong-n8"]]
     for i in range(12):
         for j, b in enumerate(base):
-            if j == 1 and i > 5:
+            if (j == 1 and i > 5) or (j == 3 and i > 1):
                 continue
             r = copy.deepcopy(b)
             r["run_id"], r["created_utc"] = f"run{i:02d}", f"2026-11-{i + 1:02d}T00:00:0{j}+00:00"
@@ -193,6 +196,7 @@ def test_regressions_say_what_they_could_not_see(tmp_path, cli):
     r = cli("regressions", str(out))  # the command says it under the table's count
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and f"stopped: env-step-throughput:{base[1]['case_key']} was last measured in run run05" in text
+    assert "measured its backend and task without it" in text
     assert "its newest record failed: crashed: ImportError: the new release broke it" in text
 
 

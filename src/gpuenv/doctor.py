@@ -16,6 +16,7 @@ from pathlib import Path
 from gpuenv.gpu import nvidia_smi
 from gpuenv.images import CUDA_MIN_DRIVER, images
 
+IMAGES_MIN_DRIVER = CUDA_MIN_DRIVER["13"]  # what the GPU images (CUDA 13 wheels) need
 TOOLKIT_FIX = (
     "on the host install the NVIDIA driver and nvidia-container-toolkit, and start the container with "
     "`docker run --gpus all ...`"
@@ -46,7 +47,8 @@ def min_driver() -> tuple[str, str]:
     img = images().get(image or "")
     if img is not None and img.min_driver:
         return img.min_driver, f"image gpuenv/{image}"
-    return CUDA_MIN_DRIVER["13"], "the gpuenv GPU images (CUDA 13 wheels)"
+    cuda = "13" if importlib.util.find_spec("jax_cuda13_plugin") else "12"  # the CUDA wheels installed here
+    return CUDA_MIN_DRIVER[cuda], f"JAX/torch CUDA {cuda} wheels"
 
 
 def in_container() -> bool:
@@ -56,7 +58,7 @@ def in_container() -> bool:
 def check_gpu(gpus: list[dict], why: str | None) -> Check:
     if not gpus:
         fix = TOOLKIT_FIX if in_container() else (
-            f"on a machine with an NVIDIA GPU, install its driver (>= {min_driver()[0]}); without one, the CPU "
+            f"on a machine with an NVIDIA GPU, install its driver (>= {IMAGES_MIN_DRIVER} for the gpuenv GPU images); without one, the CPU "
             "backends need none (gpuenv doctor --cpu-ok passes)")
         return Check("gpu", "fail", f"no NVIDIA GPU visible ({why})", fix)
     return Check("gpu", "ok", "; ".join(f"{g['name']} (driver {g['driver']})" for g in gpus))

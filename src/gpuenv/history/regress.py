@@ -102,7 +102,7 @@ class Stopped:
     case: str  # mode:case key
     last_run: str  # the run of its last ok record
     last_utc: str
-    later_runs: int  # runs of the same suite after it
+    later_runs: int  # later runs of the same suite that measured its backend on its task
     newest_failure: str | None  # the newest later record of the case, where it failed: its kind and reason
 
 
@@ -129,7 +129,7 @@ class Search:
             why = (f"; its newest record failed: {s.newest_failure}" if s.newest_failure
                    else "; no later record of it (it left the suite, or was not run)")
             out.append(f"stopped: {s.case} was last measured in run {s.last_run} ({s.last_utc[:10]}), and {s.later_runs} later "
-                       f"runs of its suite went on without it{why}")
+                       f"runs of its suite measured its backend and task without it{why}")
         return out
 
 
@@ -143,11 +143,13 @@ STOPPED_AFTER = 2  # later runs of its suite without a case, before its history 
 
 
 def stopped_cases(records: list[Record], after: int = STOPPED_AFTER) -> list[Stopped]:
-    """Cases whose last ok record is older than `after` or more runs of the same suite (any of its
-    cases, on any machine the records come from)."""
-    runs: dict[str, dict[str, str]] = {}  # suite -> run id -> its first record's time
+    """Cases whose last ok record is older than `after` or more later runs of the same suite that
+    measured the same backend on the same task (any variant, any num_envs): a run that did not try
+    that backend and task (a sweep of another library, `bench --backend X`, a machine that cannot
+    run it) says nothing about the case."""
+    tried: dict[tuple[str, str, str], dict[str, str]] = {}  # (suite, backend, task) -> run id -> its first record's time
     for r in records:
-        t = runs.setdefault(r.suite, {})
+        t = tried.setdefault((r.suite, r.case.backend, r.case.task), {})
         t[r.run_id] = min(t.get(r.run_id, r.created_utc), r.created_utc)
     last: dict[tuple[str, str], Record] = {}  # (suite, mode:case key) -> its newest ok record
     newest: dict[tuple[str, str], Record] = {}  # ... its newest record of any status
@@ -158,7 +160,8 @@ def stopped_cases(records: list[Record], after: int = STOPPED_AFTER) -> list[Sto
             last[k] = r
     out = []
     for (suite, case), r in sorted(last.items()):
-        later = sum(t > runs[suite][r.run_id] for t in runs[suite].values())
+        runs = tried[(suite, r.case.backend, r.case.task)]
+        later = sum(t > runs[r.run_id] for t in runs.values())
         if later >= after:
             n = newest[(suite, case)]
             failure = f"{n.failure.kind.value}: {n.failure.reason[:120]}" if n.failure is not None and n is not r else None
