@@ -84,11 +84,10 @@ def _states(d: Dispatch) -> dict[int, tuple[str, str]]:
 
 
 def _records(d: Dispatch) -> list[Record]:
-    from gpuenv.results.schema import typed
     from gpuenv.results.store import load_dir
 
     records, _ = load_dir(d.run_dir)
-    return sorted(map(typed, records), key=lambda r: r.created_utc)
+    return sorted(records, key=lambda r: r.created_utc)
 
 
 def by_task(d: Dispatch, records: list[Record]) -> dict[str, dict[str, Record]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuenv.errors import UserError
-from gpuenv.results.schema import Record, load, typed
+from gpuenv.results.schema import Record, as_dict, read
 from gpuenv.results.store import load_dir, record_digest
 
 
@@ -31,7 +31,7 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
     """(valid records, each once, as their modes' models; one message per skipped file). A path that
     does not exist or holds no valid record is an error; a corrupt file among good ones is skipped
     and named."""
-    records: list[dict] = []
+    records: list[Record] = []
     problems: list[str] = []
     for p in checked_paths(paths):
         try:
@@ -48,7 +48,7 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
             problems.append(not_a_record(p))
         elif exists:
             try:
-                records.append(load(p))
+                records.append(read(p))
             except UserError as e:
                 problems.append(str(e))
         else:
@@ -58,10 +58,10 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
     seen: set[str] = set()
     unique: list[Record] = []
     for r in records:
-        key = record_digest(r)
+        key = record_digest(as_dict(r))
         if key not in seen:
             seen.add(key)
-            unique.append(typed(r))
+            unique.append(r)
     if len(unique) < len(records):
         problems.append(f"{len(records) - len(unique)} duplicate record file(s): the same record in several files is read once")
     return unique, problems

@@ -163,7 +163,6 @@ Series = dict[str, list[tuple[str, Record]]]  # case key -> [(version set label,
 def collect(sets: list[VersionSet]) -> Series:
     """case key -> [(version set label, record)] in sweep order (failed records too: a version that
     cannot run a case says why)."""
-    from gpuenv.results.schema import typed
     from gpuenv.results.store import load_dir
 
     out: Series = {}
@@ -171,7 +170,7 @@ def collect(sets: list[VersionSet]) -> Series:
         if not vs.run_dir or not vs.run_dir.exists():
             continue
         records, _ = load_dir(vs.run_dir)
-        for r in sorted(map(typed, records), key=lambda r: r.case_key):
+        for r in sorted(records, key=lambda r: r.case_key):
             out.setdefault(r.case_key, []).append((vs.label, r))
     return out
 

@@ -89,6 +89,11 @@ def record_tags() -> dict | None:
 
 def validate(record: Any, source: str = "record") -> dict:
     """The record as a plain, normalised v2 dict (a v1 record migrated), else UserError naming what is wrong."""
+    return _validated(record, source)[1]
+
+
+def _validated(record: Any, source: str) -> tuple[RecordBase, dict]:
+    """The record as its mode's model and as the normalised dict of it, validated once."""
     if not isinstance(record, dict):
         raise UserError(f"{source}: not a gpuenv result record (top level is not an object)")
     if record.get("schema") != SCHEMA:
@@ -102,28 +107,30 @@ def validate(record: Any, source: str = "record") -> dict:
             f"(reads versions {', '.join(map(str, READS_VERSIONS))}); "
             "use the gpuenv release that wrote it, or upgrade gpuenv"
         )
-    out = _checked(record, source)
+    model = _checked(record, source)
+    out = as_dict(model)
     # workload_id is derived: recomputed from what the record describes, never taken on trust (a
     # forged id would pair records of different workloads in `compare`)
     derived = record_workload_id(out)
     if out["workload_id"] != derived:
         raise UserError(f"{source}: workload_id {out['workload_id']} does not match what the record describes "
                         f"({derived}): the record was edited or forged; not read")
-    return out
+    return model, out
 
 
 def seal(record: dict) -> dict:
     """Set the record's workload_id and validate it: the normalised dict that gets written."""
-    return _seal(record, "new record")
+    return _seal(record, "new record")[1]
 
 
-def _seal(record: dict, source: str) -> dict:
-    out = _checked({**record, "workload_id": _UNSET_ID}, source)
+def _seal(record: dict, source: str) -> tuple[RecordBase, dict]:
+    model = _checked({**record, "workload_id": _UNSET_ID}, source)
+    out = as_dict(model)
     out["workload_id"] = record_workload_id(out)
-    return out
+    return model.model_copy(update={"workload_id": out["workload_id"]}), out
 
 
-def _checked(record: dict, source: str) -> dict:
+def _checked(record: dict, source: str) -> RecordBase:
     mode = record.get("measurement_mode")
     if mode not in known_modes():
         raise UserError(
@@ -133,7 +140,8 @@ def _checked(record: dict, source: str) -> dict:
         model = record_model(mode).model_validate(record)
     except ValidationError as e:
         raise UserError(f"{source}: invalid result record: {_first_error(e)}") from None
-    return model.model_dump(mode="json", by_alias=True)
+    out: RecordBase = model
+    return out
 
 
 def _first_error(e: ValidationError) -> str:
@@ -167,6 +175,17 @@ def _read(path: Path) -> bytes:
 
 
 def load(path: Path) -> dict:
+    """A record file as the normalised dict of it (for tools that rewrite records)."""
+    return _validated(_parsed(path), str(path))[1]
+
+
+def read(path: Path) -> Record:
+    """A record file as its mode's model (what readers take), validated once."""
+    return _validated(_parsed(path), str(path))[0]
+
+
+def _parsed(path: Path) -> Any:
+    """The file's JSON, refusing what no record file is (not JSON, too large, nested too deep)."""
     try:
         data = json.loads(_read(Path(path)), parse_constant=_no_nan)
     except FileNotFoundError:
@@ -179,7 +198,7 @@ def load(path: Path) -> dict:
         raise UserError(f"{path}: cannot read result file: {e.strerror or e}") from None
     if _depth(data) > MAX_DEPTH:
         raise UserError(f"{path}: corrupt result file (nested more than {MAX_DEPTH} levels deep; a record never is)")
-    return validate(data, str(path))
+    return data
 
 
 # What readers take: a validated record of its mode's model (gpuenv.modes.<mode>.record.RECORD, a
@@ -191,11 +210,6 @@ def typed(record: dict) -> Record:
     """A normalised record dict (what validate() returns) as its mode's model."""
     out: Record = record_model(record["measurement_mode"]).model_validate(record)
     return out
-
-
-def read(path: Path) -> Record:
-    """A record file as its mode's model: load() checked and typed."""
-    return typed(load(path))
 
 
 def as_dict(record: Record) -> dict:

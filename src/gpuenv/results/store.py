@@ -157,13 +157,14 @@ def record_files(directory: Path, problems: list[str]) -> list[Path]:
     return found
 
 
-def load_dir(directory: Path) -> tuple[list[dict], list[str]]:
-    """All valid records under a directory (recursively), and one message per file skipped."""
-    records: list[dict] = []
+def load_dir(directory: Path) -> tuple[list[schema.Record], list[str]]:
+    """All valid records under a directory (recursively), as their modes' models, and one message
+    per file skipped."""
+    records: list[schema.Record] = []
     problems: list[str] = []
     for p in record_files(Path(directory), problems):
         try:
-            records.append(schema.load(p))
+            records.append(schema.read(p))
         except UserError as e:
             problems.append(str(e))
     return records, problems
