@@ -4,10 +4,12 @@ gpuenv.images) and prints."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,6 +29,52 @@ from gpuenv.errors import UserError
 from gpuenv.escape import markup, terminal
 from gpuenv.registry import default_registry
 from gpuenv.results.schema import Record
+
+
+@contextlib.contextmanager
+def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: int = 1, to: Any = None) -> Iterator[Callable[[Any], None]]:
+    """A progress bar over the plan's cases and the runner's event handler that drives it: a line per
+    record written (appended to `records`), a failed seed said as it happens; on `to` (default stdout)."""
+    from gpuenv.run.runner import CaseDone, ProcessDone, ProcessStart
+
+    total = len(keys) * per_case
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=to or console,
+                  transient=False) as progress:
+        bar = progress.add_task("starting", total=total)
+
+        def on_event(e: Any) -> None:
+            if isinstance(e, ProcessStart):
+                progress.update(bar, description=f"{keys[e.index]} \\[{mode.process_word} {e.process + 1}/{e.of}]")
+            elif isinstance(e, ProcessDone) and e.outcome.failure is not None and not mode.stop_after_failure:
+                why = e.outcome.failure["reason"]
+                progress.console.print(f"  {mode.process_word} {e.outcome.index}: [red]failed[/] {markup(why)}", highlight=False)
+            elif isinstance(e, CaseDone):
+                records.append(e.record)
+                r = e.record
+                side = f" {r.tags['side']}" if per_case > 1 and r.tags.get("side") else ""
+                head = f"[{len(records)}/{total}] {r.case_key}{side}"
+                if r.failure is not None:
+                    progress.console.print(f"{head}: [red]{r.status}[/] ({r.failure.kind.value}) {markup(r.failure.reason)}")
+                else:
+                    progress.console.print(f"{head}: {markup(mode.progress_line(r))}", highlight=False)
+                progress.advance(bar)
+
+        yield on_event
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP (a CI timeout, a closed terminal) take one path while suites run:
+    workers run in their own sessions and would not get the signal, so the handler kills the running
+    worker and the run stops after writing the interrupted case (see run.runner.Interrupt)."""
+    from gpuenv.run.runner import INTERRUPT
+
+    previous = {sig: signal.signal(sig, INTERRUPT.handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command()
@@ -49,7 +97,7 @@ def bench(
     from gpuenv.results.schema import record_tags
     from gpuenv.results.store import checked_run_id, new_run_id, prepare_dir
     from gpuenv.run.plan import bench_plan
-    from gpuenv.run.runner import INTERRUPT, CaseDone, Event, ProcessDone, ProcessStart, RunStopped, run_plan
+    from gpuenv.run.runner import INTERRUPT, RunStopped, run_plan
 
     if in_gpu_image():  # a GPU image checks its GPU, driver and JAX before measuring anything
         bad = failures(run_checks(), cpu_ok=cpu_ok())
@@ -73,36 +121,7 @@ def bench(
     records: list[Record] = []
     interrupted = False
     stopped: RunStopped | None = None
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
-        bar = progress.add_task("starting", total=len(keys))
-
-        def on_event(e: Event) -> None:
-            if isinstance(e, ProcessStart):
-                progress.update(bar, description=f"{keys[e.index]} \\[{mode.process_word} {e.process + 1}/{e.of}]")
-            elif isinstance(e, ProcessDone) and e.outcome.failure is not None and not mode.stop_after_failure:
-                why = e.outcome.failure["reason"]
-                progress.console.print(f"  {mode.process_word} {e.outcome.index}: [red]failed[/] {markup(why)}", highlight=False)
-            elif isinstance(e, CaseDone):
-                records.append(e.record)
-                r = e.record
-                head = f"[{len(records)}/{len(keys)}] {r.case_key}"
-                if r.failure is not None:
-                    progress.console.print(f"{head}: [red]{r.status}[/] ({r.failure.kind.value}) {markup(r.failure.reason)}")
-                else:
-                    progress.console.print(f"{head}: {markup(mode.progress_line(r))}", highlight=False)
-                progress.advance(bar)
-
-        # Ctrl-C, SIGTERM and SIGHUP (a CI timeout, a closed terminal) take one path: workers run in
-        # their own sessions and would not get the signal, so the handler kills the running worker and
-        # the run stops after writing the interrupted case (see run.runner.Interrupt).
-        previous = {sig: signal.signal(sig, INTERRUPT.handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    with case_progress(mode, keys, records) as on_event, interruptible():
         try:
             run_plan(mode, plan, run_id=run_id, out_dir=run_dir, on_event=on_event)
             INTERRUPT.check()  # a signal after the last worker finished
@@ -110,9 +129,6 @@ def bench(
             interrupted = True
         except RunStopped as e:
             stopped = e
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     for t in tables(records):
         console.print(t)
@@ -319,6 +335,94 @@ def sweep(
     if bad:
         err_console.print(f"{len(bad)} version set(s) did not run: {markup(', '.join(f'{vs.label} ({vs.status})' for vs in bad))}")
         raise typer.Exit(EXIT_CASE_FAILED)
+
+
+@app.command()
+def ab(
+    side_a: Annotated[str, typer.Argument(metavar="A", help="the baseline: '.', a git revision, a gpuenv checkout folder or PACKAGE==VERSION")],
+    side_b: Annotated[str, typer.Argument(metavar="B", help="the side compared with A, written the same way")],
+    suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "ab",
+    backend: Annotated[list[str] | None, typer.Option("--backend", "-b", help="backend or backend:variant (repeatable)")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the suite's sizes")] = None,
+    blocks: Annotated[int, typer.Option("--blocks", help="paired blocks per case: one worker process of each side per block")] = 8,
+    threshold: Annotated[float, typer.Option("--threshold", help="smallest change (fraction) called a regression or improvement")] = 0.05,
+    out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<ab id>/A/ and OUT/<ab id>/B/")] = "results/ab",
+    json_out: Annotated[bool, typer.Option("--json", help="print the verdicts as JSON (one object) instead of the table")] = False,
+) -> None:
+    """Compare two sides interleaved (A B B A ...), case by case: a verdict per case from paired blocks; exit 1 on a regression."""
+    from gpuenv.history import ab as abm
+    from gpuenv.history.compare import check_threshold
+    from gpuenv.results.store import new_run_id, prepare_dir
+    from gpuenv.run.plan import bench_plan
+    from gpuenv.run.runner import INTERRUPT, RunStopped
+
+    check_threshold(threshold)
+    if not 3 <= blocks <= 1000:
+        raise UserError(f"--blocks {blocks}: give 3 or more paired blocks (8 is the default; more narrow the interval)")
+    sides = [abm.parse_side(side_a), abm.parse_side(side_b)]
+    only = abm.swept_backend(sides, backend)
+    bp = bench_plan(suite, backends=backend or ([only] if only else None), tasks=task, num_envs=num_envs)
+    mode, plan = bp.mode, bp.plan
+    for side in sides:
+        abm.prepare(side, only)
+    ab_id = new_run_id()
+    root = prepare_dir(out_dir(out)) / ab_id
+    keys = [item.key for item in plan.items]
+    say = err_console if json_out else console
+    say.print(f"[bold]gpuenv ab[/] suite [cyan]{markup(plan.suite)}[/]: {len(keys)} cases, {blocks} blocks of A and B "
+              f"interleaved (A B B A ...); ab {ab_id}", highlight=False)
+    for name, side in zip(abm.SIDES, sides, strict=True):
+        say.print(f"  {name}: {markup(side.label)} ({side.kind})", highlight=False)
+    for reason in bp.unavailable:
+        say.print(f"[yellow]skipped[/] {markup(reason)}")
+    records: list[Record] = []
+    interrupted = False
+    with case_progress(mode, keys, records, per_case=2, to=say) as on_event, interruptible():
+        try:
+            abm.run(mode, plan, sides, blocks=blocks, ab_id=ab_id, out=root, on_event=on_event)
+            INTERRUPT.check()
+        except KeyboardInterrupt:
+            interrupted = True
+        except RunStopped as e:
+            raise UserError(f"{e}; the run stopped: records written so far are kept in {root}") from None
+    done = abm.pairs_of(records).get(ab_id, [])
+    found = abm.analyse(done, threshold) if done else []
+    if json_out:
+        import json
+
+        doc = {"ab": ab_id, "sides": {n: {"spec": s.spec, "label": s.label, "kind": s.kind, "git": s.git}
+                                       for n, s in zip(abm.SIDES, sides, strict=True)},
+               "blocks": blocks, "threshold": threshold, "fdr": abm.verdicts.FDR, "machine": abm.machine_line(records),
+               "records": str(root), "verdicts": [v.to_dict() for v in found]}
+        print(json.dumps(doc, indent=1))
+    elif found:
+        console.print(_ab_table(found, sides, blocks))
+        console.print(abm.summary(found, records, threshold), highlight=False)
+    say.print(f"records: {markup(root)} (A and B); `gpuenv show {markup(root)}` shows each side's tables", highlight=False)
+    if interrupted:
+        raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the records written so far are kept in {root}")
+    regressed = [v for v in found if v.label == abm.verdicts.REGRESSION]
+    if regressed:
+        err_console.print(f"regression: {', '.join(v.case_key for v in regressed)} (B worse than A beyond {100 * threshold:g}%, significant)")
+        raise typer.Exit(EXIT_CASE_FAILED)
+
+
+def _ab_table(found: list, sides: list, blocks: int) -> Table:
+    from gpuenv.history import verdicts as vd
+
+    t = Table(title=f"B vs A, {blocks} interleaved blocks per case: B/A of each block's pair, geometric mean and 95% interval",
+              title_justify="left")
+    for col in ("case", "A", "B", "B/A [95% interval]", "pairs", "verdict"):
+        t.add_column(col)
+    colour = {vd.REGRESSION: "red", vd.IMPROVEMENT: "green", vd.SUSPICIOUS: "yellow", vd.INSUFFICIENT: "magenta"}
+    for v in found:
+        ratio = f"{v.ratio:.3f} [{v.ci_low:.3f}-{v.ci_high:.3f}]" if v.ratio is not None else "-"
+        a = f"{v.a:,.0f} {v.unit}" if v.a is not None else "-"
+        b = f"{v.b:,.0f}" if v.b is not None else "-"
+        word = f"[{colour[v.label]}]{v.label}[/]" if v.label in colour else v.label
+        t.add_row(v.case_key, a, b, ratio, str(v.pairs), f"{word}\n[dim]{markup(v.why)}[/]")
+    return t
 
 
 @app.command(hidden=True)

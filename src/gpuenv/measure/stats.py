@@ -185,3 +185,104 @@ def prob_faster(
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(boots, [alpha, 1 - alpha])
     return float(score.mean()), float(lo), float(hi)
+
+
+# --- paired comparisons: interleaved A/B blocks ------------------------------------------------
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    import math
+
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h if math.isfinite(h) else 0.0
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularised incomplete beta function."""
+    import math
+
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_sf2(t: float, df: int) -> float:
+    """Two-sided tail probability P(|T| >= |t|) of Student's t with df degrees of freedom."""
+    return _betainc(df / 2, 0.5, df / (df + t * t))
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The t value with P(T <= t) = p (p > 0.5), by bisection on the tail."""
+    lo, hi = 0.0, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_sf2(mid, df) / 2 > 1 - p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Paired:
+    """B/A from paired blocks: the geometric mean of the per-block ratios with a t interval on their
+    logarithms, and the two-sided p-value of "no change" (a paired t-test on the log ratios)."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p: float
+    n: int  # complete pairs
+    sd_log: float  # spread of the log ratios between blocks: this machine's pair-to-pair noise
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def paired(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95) -> Paired:
+    """Pairs (a[i], b[i]) of positive values measured side by side; at least two pairs."""
+    import math
+
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError("paired() needs two equally long sequences of at least two values")
+    d = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
+    n = int(d.size)
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    half = t_quantile(1 - (1 - confidence) / 2, n - 1) * se
+    p = 1.0 if se == 0 and mean == 0 else (0.0 if se == 0 else t_sf2(mean / se, n - 1))
+    return Paired(math.exp(mean), math.exp(mean - half), math.exp(mean + half), p, n, sd, confidence)
+
+
+def benjamini_hochberg(pvalues: Sequence[float]) -> list[float]:
+    """Adjusted p-values (q-values) of the Benjamini-Hochberg step-up procedure, in input order: a
+    case is significant at false discovery rate q when its adjusted value is <= q."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [1.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, pvalues[i] * m / rank)
+        out[i] = min(1.0, running)
+    return out

@@ -43,9 +43,10 @@ class RecordContext:
     where: dict
     interrupted_by: str | None = None  # what stopped the run while this case ran ("Ctrl-C (SIGINT)")
     broken: str | None = None  # gpuenv could not summarise the case (a bug): why
+    tags: dict | None = None  # what every record of the run carries beyond GPUENV_RECORD_TAGS (`gpuenv ab`'s side)
 
     def header(self, *, case_key: str, status: str, mode: str) -> dict:
-        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode)
+        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode, tags=self.tags)
 
     def status(self, ok: bool) -> str:
         return "interrupted" if self.interrupted_by else ("ok" if ok and not self.broken else "failed")
@@ -163,6 +164,10 @@ class Mode(Generic[R]):
              num_envs: list[int] | None) -> Plan:
         raise NotImplementedError
 
+    def with_processes(self, item: Any, n: int) -> Any:
+        """The item run by n worker processes (seeds) instead of the suite's (`gpuenv ab`'s blocks)."""
+        raise NotImplementedError
+
     def unavailable(self, item: Any, registry: Any) -> str | None:
         """Why this machine cannot run the item beyond its backend (a trainer not installed ...)."""
         return None
@@ -186,6 +191,11 @@ class Mode(Generic[R]):
     def ratio(self, new: R, old: R) -> tuple[float, float, float]:
         """NEW/OLD of the headline value with a 95% interval."""
         raise NotImplementedError
+
+    def process_values(self, record: R) -> dict[int, float]:
+        """The headline's quantity as each worker process (or seed) of the record measured it, by
+        process index, for processes that measured one (`gpuenv ab` pairs these across sides)."""
+        return {}
 
     def step_rate(self, record: R) -> StepRate | None:
         """The stepping rate an ok record measured, or None where the mode measures something else

@@ -47,8 +47,9 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) -> dict:
-    """The fields every record starts with, whatever it measured (workload_id is set by seal())."""
+def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str, tags: dict | None = None) -> dict:
+    """The fields every record starts with, whatever it measured (workload_id is set by seal()).
+    `tags` (the run's own, `gpuenv ab`'s side) join GPUENV_RECORD_TAGS's."""
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -59,7 +60,7 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str) ->
         "status": status,
         "measurement_mode": mode,
     }
-    tags = record_tags()  # set by `gpuenv sweep`: which version set produced the record
+    tags = {**(record_tags() or {}), **(tags or {})}  # GPUENV_RECORD_TAGS: set by `gpuenv sweep` (the version set)
     if tags:
         out["tags"] = tags
     elif os.environ.get("GPUENV_VERSION_SET"):  # an image built with pinned versions

@@ -276,7 +276,7 @@ class RunStopped(UserError):
         self.written, self.not_run = written, not_run
 
 
-def _where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> dict:
+def backend_where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> dict:
     """Provenance of a case: the machine from here; for a backend in its own environment, the package
     versions and Python of that environment (asked of its interpreter once per run)."""
     if how.environment is None:
@@ -296,10 +296,44 @@ def _where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> 
     }
 
 
+def write_case(mode: Mode, item: Any, outcomes: list[Outcome], ctx: RecordContext, out_dir: Path) -> tuple[Record, Path]:
+    """Build the case's record from its outcomes, write it and read it back; a gpuenv bug in
+    summarising or an invalid record still leaves the case recorded (failed, saying why). NoSpace
+    propagates: the caller stops the run."""
+    from dataclasses import replace
+
+    try:
+        record = mode.build_record(item, outcomes, ctx)
+    except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
+        record = mode.build_record(item, outcomes, replace(ctx, broken=f"gpuenv could not summarise this case: {e!r}"))
+    try:
+        path = write_record(out_dir, record)
+    except NoSpace:
+        raise
+    except UserError as e:  # a record that fails its model is a gpuenv bug: keep the case, as failed
+        path = write_record(out_dir, mode.build_record(item, [], replace(ctx, broken=f"gpuenv built an invalid record: {e}")))
+    return schema.read(path), path
+
+
+def case_where(base: dict) -> dict:
+    """`where` of a case about to run: the run's provenance with how fast the machine is now, measured
+    just before the case's workers start (none is running)."""
+    return {**base, "machine": {**base["machine"], "fingerprint": fingerprint.measure()}}
+
+
+def launcher_or_error(backend: str, cache: dict[str, Launcher | UserError]) -> Launcher | UserError:
+    """The backend's launcher, built once per run; the UserError instead where its environment cannot be built."""
+    if backend not in cache:
+        try:
+            cache[backend] = launcher(default_registry().get(backend))
+        except UserError as e:
+            cache[backend] = e
+    return cache[backend]
+
+
 def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Callable[[Event], None] = lambda event: None) -> list[tuple[Record, Path]]:
     """Run every item of a plan; returns (record, path) for each written record. Re-raises
     KeyboardInterrupt after writing the interrupted case's record."""
-    registry = default_registry()
     clean_scratch()
     base = provenance()
     launchers: dict[str, Launcher | UserError] = {}
@@ -309,21 +343,14 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
         on_event(CaseStart(i, item))
         outcomes: list[Outcome] = []
         interrupted = False
-        # How fast the machine is now, just before this case's workers start (none is running).
-        where = {**base, "machine": {**base["machine"], "fingerprint": fingerprint.measure()}}
-        here = where
+        where = here = case_where(base)
         with scratch() as tmp:
             try:
-                if item.backend not in launchers:
-                    try:
-                        launchers[item.backend] = launcher(registry.get(item.backend))
-                    except UserError as e:
-                        launchers[item.backend] = e
-                how = launchers[item.backend]
+                how = launcher_or_error(item.backend, launchers)
                 if isinstance(how, UserError):
                     outcomes.append(Outcome(0, None, failure("refused", str(how), 0)))
                 else:
-                    where = _where(here, how, Path(tmp), env_where)
+                    where = backend_where(here, how, Path(tmp), env_where)
                     for p in range(item.processes):
                         on_event(ProcessStart(i, p, item.processes))
                         o = run_process(mode.process_spec(item, p, out_dir), p, item.timeout_s, Path(tmp), how)
@@ -336,23 +363,10 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
             except UserError as e:  # the backend's environment would not start
                 outcomes.append(Outcome(len(outcomes), None, failure("refused", str(e), len(outcomes))))
         cause = INTERRUPT.cause() if interrupted else None
-        ctx = RecordContext(plan.suite, run_id, where, cause)
         try:
-            record = mode.build_record(item, outcomes, ctx)
-        except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
-            ctx = RecordContext(plan.suite, run_id, where, cause, f"gpuenv could not summarise this case: {e!r}")
-            record = mode.build_record(item, outcomes, ctx)
-        try:
-            try:
-                path = write_record(out_dir, record)
-            except NoSpace:
-                raise
-            except UserError as e:  # a record that fails its model is a gpuenv bug: keep the case, as failed
-                ctx = RecordContext(plan.suite, run_id, where, cause, f"gpuenv built an invalid record: {e}")
-                path = write_record(out_dir, mode.build_record(item, [], ctx))
+            done, path = write_case(mode, item, outcomes, RecordContext(plan.suite, run_id, where, cause), out_dir)
         except NoSpace as e:  # stop: every later record would fail the same way
             raise RunStopped(str(e), written, [it.key for it in plan.items[i:]]) from None
-        done = schema.read(path)
         written.append((done, path))
         on_event(CaseDone(i, done, path))
         if interrupted:

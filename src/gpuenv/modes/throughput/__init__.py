@@ -34,6 +34,11 @@ class Throughput(Mode["ThroughputRecord"]):
 
         return plan(suite, registry, backends=backends, tasks=tasks, num_envs=num_envs)
 
+    def with_processes(self, item: Any, n: int) -> Any:
+        from dataclasses import replace
+
+        return replace(item, measure=replace(item.measure, processes=n))
+
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
         from gpuenv.modes.throughput.phases import spec_for
 
@@ -88,6 +93,15 @@ class Throughput(Mode["ThroughputRecord"]):
     def headline(self, record: ThroughputRecord) -> Headline:
         s = record.ok_summary.env_steps_per_s
         return Headline(s.median, s.ci_low, s.ci_high, "env steps/s", higher_is_better=True)
+
+    def process_values(self, record: ThroughputRecord) -> dict[int, float]:
+        from gpuenv.measure import stats
+
+        out = {}
+        for p in record.processes:
+            if p.failure is None and (m := stats.upper_median(p.env_steps_per_s)) is not None:
+                out[p.index] = m
+        return out
 
     def ratio(self, new: ThroughputRecord, old: ThroughputRecord) -> tuple[float, float, float]:
         from gpuenv.measure import stats

@@ -37,6 +37,11 @@ class TimeToReward(Mode["TtrRecord"]):
 
         return trainers(registry)[item.case.trainer][0].unavailable_reason()
 
+    def with_processes(self, item: Any, n: int) -> Any:
+        from dataclasses import replace
+
+        return replace(item, run=replace(item.run, seeds=n, pass_min_seeds=min(item.run.pass_min_seeds, n)))
+
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
         tb = out_dir / "tensorboard" / item.case.key / f"seed{index}"
         return {"mode": self.name, "case": item.case.to_dict(), "seed": index, "tb_dir": str(tb)}
@@ -68,6 +73,10 @@ class TimeToReward(Mode["TtrRecord"]):
     def headline(self, record: TtrRecord) -> Headline:
         t = record.ok_summary.time_to_threshold_s
         return Headline(t.iqm, t.ci_low, t.ci_high, "s to reward", higher_is_better=False)
+
+    def process_values(self, record: TtrRecord) -> dict[int, float]:
+        # a censored seed only bounds its time from below: no value to pair
+        return {i: r.time_to_threshold_s for i, r in enumerate(record.runs) if r.status == "reached" and r.time_to_threshold_s}
 
     def ratio(self, new: TtrRecord, old: TtrRecord) -> tuple[float, float, float]:
         from gpuenv.modes.ttr.report import iqm_ratio

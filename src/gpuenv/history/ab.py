@@ -1,0 +1,326 @@
+"""`gpuenv ab A B`: two sides measured interleaved, case by case, and a verdict per case from the
+paired blocks.
+
+A side is this working tree (`.`), another checkout of gpuenv (a folder with src/gpuenv), a git
+revision of this repository (exported once into the cache and run with this install's libraries), or
+a library version set PACKAGE==VERSION (its own cached environment, as `gpuenv sweep` builds it).
+
+Per case, block b runs one worker process of each side, A then B in even blocks and B then A in odd
+ones (A B B A A B ...): whatever the machine does over the minutes a case takes (a VM's speed moves
+up to 2x here) falls on both sides alike, and the order within a block is balanced. Each process is
+an ordinary worker of the case (its values, warm-ups, min time), so each side's processes make an
+ordinary record, written to OUT/<ab id>/A and /B and tagged with the pairing. The verdict comes from
+the per-block ratios B/A (gpuenv.history.verdicts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuenv import envs
+from gpuenv.errors import NoSpace, UserError
+from gpuenv.history import verdicts
+from gpuenv.results.schema import Record
+
+SIDES = ("A", "B")
+
+
+@dataclass
+class Side:
+    spec: str  # as the user wrote it
+    kind: str  # "working tree" | "checkout" | "revision" | "version set"
+    label: str  # what tables and records call it
+    git: dict  # where.git of its records
+    src: Path | None = None  # the src/ its workers import gpuenv from (None: this checkout's)
+    package: str | None = None  # version set: the package, its version
+    version: str | None = None
+    version_set: Any = None  # gpuenv.history.sweep.VersionSet once prepared
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(envs.ROOT), *args], capture_output=True, text=True, timeout=60)
+
+
+def parse_side(spec: str) -> Side:
+    """What a side names; UserError when it names nothing gpuenv can run."""
+    from gpuenv.measure.system import git_sha
+
+    if spec == ".":
+        return Side(spec, "working tree", "this working tree", git_sha())
+    path = Path(spec).expanduser()
+    if "==" in spec:
+        from gpuenv.pins import package_name, version
+
+        name, _, ver = spec.partition("==")
+        what = f"side {spec!r}"
+        return Side(spec, "version set", spec, git_sha(), package=package_name(name, what), version=version(ver, what))
+    if path.is_dir():
+        if not (path / "src" / "gpuenv" / "__init__.py").is_file():
+            raise UserError(f"side {spec!r}: a folder, but not a gpuenv checkout (no src/gpuenv/__init__.py in it)")
+        return Side(spec, "checkout", f"checkout {path}", git_sha(path.resolve()), src=(path / "src").resolve())
+    r = _git("rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
+    if r.returncode != 0:
+        raise UserError(f"side {spec!r} is not a git revision of this repository, a gpuenv checkout folder, '.' (this working tree) "
+                        "or PACKAGE==VERSION (e.g. HEAD~3, v0.1.0, ../gpuenv-old, envpool==1.1.0)")
+    sha = r.stdout.strip()
+    return Side(spec, "revision", f"{spec} ({sha[:10]})", {"sha": sha, "dirty": False})
+
+
+def prepare(side: Side, backend: str | None) -> None:
+    """Make the side runnable: a revision exported into the cache (once per commit), a version set's
+    environment resolved and built (cached by its lock). UserError where that fails."""
+    if side.kind == "revision":
+        side.src = export_revision(side.git["sha"]) / "src"
+    elif side.kind == "version set":
+        from gpuenv.history import sweep
+
+        assert backend is not None and side.package and side.version
+        vs = sweep.prepare(sweep.version_set(side.package, side.version, [], backend.split(":")[0]))
+        if vs.status != "ready":
+            raise UserError(f"side {side.spec}: {vs.status}: {vs.reason}")
+        side.version_set = vs
+
+
+def export_revision(sha: str) -> Path:
+    """The tree of commit `sha` in the cache (git archive, unpacked once; reused after)."""
+    where = envs.cache_root().parent / "revisions" / sha
+    if (where / envs.READY).exists():
+        return where
+    where.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=where.parent))
+    try:
+        archive = tmp / "tree.tar"
+        with open(archive, "wb") as f:
+            r = subprocess.run(["git", "-C", str(envs.ROOT), "archive", "--format=tar", sha], stdout=f, stderr=subprocess.PIPE, timeout=300)
+        if r.returncode != 0:
+            raise UserError(f"git archive {sha[:10]} failed: {envs.last_line(r.stderr.decode(errors='replace'))}")
+        with tarfile.open(archive) as t:
+            t.extractall(tmp / "tree", filter="data")
+        (tmp / "tree" / envs.READY).write_text(sha + "\n")
+        shutil.rmtree(where, ignore_errors=True)
+        os.replace(tmp / "tree", where)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return where
+
+
+def swept_backend(sides: list[Side], backends: list[str] | None) -> str | None:
+    """The backend a version-set side's package belongs to (both sides must agree); None where no
+    side is a version set."""
+    from gpuenv.history import sweep
+
+    names = {sweep.swept_backend(s.package, None).split(":")[0] for s in sides if s.kind == "version set" and s.package}
+    if not names:
+        return None
+    if len(names) > 1:
+        raise UserError(f"the two version sets belong to different backends ({', '.join(sorted(names))}); compare one library at a time")
+    name = names.pop()
+    for b in backends or []:
+        if b.split(":")[0] != name:
+            raise UserError(f"--backend {b}: a version set of {next(s.package for s in sides if s.package)} runs only backend {name}")
+    return name
+
+
+def side_launcher(side: Side, backend: str, cache: dict) -> Any:
+    """How this side starts a worker of this backend: a Launcher, or the UserError why it cannot."""
+    from gpuenv.backends.spec import resolve
+    from gpuenv.registry import default_registry
+    from gpuenv.run.runner import Launcher, launcher_or_error
+
+    key = (side.spec, backend)
+    if key in cache:
+        return cache[key]
+    if side.version_set is not None:
+        vs = side.version_set
+        b = default_registry().get(backend)
+        extra = resolve(b.worker_env)() if b.worker_env else {}
+        how: Any = Launcher(str(vs.env_dir / "bin" / "python"), extra,
+                            {"name": vs.label, "python": vs.python, "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(), "path": str(vs.env_dir)})
+    else:
+        how = launcher_or_error(backend, {})
+        if side.src is not None and not isinstance(how, UserError):
+            path = os.pathsep.join(filter(None, [str(side.src), how.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))]))
+            how = Launcher(how.python, {**how.env, "PYTHONPATH": path}, how.environment)
+    cache[key] = how
+    return how
+
+
+@dataclass
+class CaseResult:
+    key: str
+    records: dict[str, Record]  # side name -> its record of the case
+    paths: dict[str, Path]
+
+
+@dataclass
+class AbRun:
+    ab_id: str
+    sides: list[Side]
+    blocks: int
+    run_ids: dict[str, str]  # side name -> its run id
+    out: Path
+    cases: list[CaseResult] = field(default_factory=list)
+
+
+def block_order(b: int) -> tuple[int, int]:
+    """The side indices of block b in run order: A B in even blocks, B A in odd ones."""
+    return (0, 1) if b % 2 == 0 else (1, 0)
+
+
+def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out: Path,
+        on_event: Callable[[Any], None] = lambda e: None) -> AbRun:
+    """Every item of the plan, interleaved between the two sides; records into OUT/<ab id>/<side>/.
+    Re-raises KeyboardInterrupt after writing the interrupted case's records."""
+    from gpuenv.modes.base import Outcome, RecordContext, failure
+    from gpuenv.results.store import new_run_id
+    from gpuenv.run.provenance import provenance
+    from gpuenv.run.runner import (
+        INTERRUPT,
+        CaseDone,
+        CaseStart,
+        ProcessDone,
+        ProcessStart,
+        RunStopped,
+        backend_where,
+        case_where,
+        clean_scratch,
+        run_process,
+        scratch,
+        write_case,
+    )
+
+    clean_scratch()
+    base = provenance()
+    run_ids = {name: new_run_id() for name in SIDES}
+    result = AbRun(ab_id, sides, blocks, run_ids, out)
+    launchers: dict = {}
+    env_where: dict[str, dict] = {}
+    sequence = "".join(SIDES[s] for b in range(blocks) for s in block_order(b))
+    for i, item in enumerate(plan.items):
+        item = mode.with_processes(item, blocks)
+        on_event(CaseStart(i, item))
+        here = case_where(base)  # one fingerprint for the case: both sides run in the same minutes
+        outcomes: list[list[Outcome]] = [[], []]
+        wheres = [here, here]
+        interrupted = False
+        with scratch() as tmp:
+            try:
+                hows = [side_launcher(s, item.backend, launchers) for s in sides]
+                for k, how in enumerate(hows):
+                    if isinstance(how, UserError):
+                        outcomes[k].append(Outcome(0, None, failure("refused", str(how), 0)))
+                    else:
+                        (Path(tmp) / SIDES[k]).mkdir()
+                        wheres[k] = backend_where(here, how, Path(tmp) / SIDES[k], env_where)
+                if not any(o for o in outcomes):
+                    n = 0
+                    for b in range(blocks):
+                        for s in block_order(b):
+                            on_event(ProcessStart(i, n, 2 * blocks))
+                            n += 1
+                            o = run_process(mode.process_spec(item, b, out / SIDES[s]), b, item.timeout_s, Path(tmp) / SIDES[s], hows[s])
+                            outcomes[s].append(o)
+                            on_event(ProcessDone(i, o))
+                        if mode.stop_after_failure and any(o.failure for side in outcomes for o in side[-1:]):
+                            break  # a failed block ends the case (both sides keep what they measured)
+            except KeyboardInterrupt:
+                interrupted = True
+            except UserError as e:
+                for k in (0, 1):
+                    outcomes[k].append(Outcome(len(outcomes[k]), None, failure("refused", str(e), len(outcomes[k]))))
+        cause = INTERRUPT.cause() if interrupted else None
+        case = CaseResult(item.key, {}, {})
+        for k, side in enumerate(sides):
+            name = SIDES[k]
+            where = {**wheres[k], "git": side.git}
+            tags = {"ab": ab_id, "side": name, "side_spec": side.spec, "side_label": side.label,
+                    "paired_run": run_ids[SIDES[1 - k]], "blocks": blocks, "order": sequence}
+            if side.version_set is not None:
+                from gpuenv.history.sweep import tags_of
+
+                tags.update(tags_of(side.version_set, ab_id))
+            try:
+                rec, path = write_case(mode, item, outcomes[k], RecordContext(plan.suite, run_ids[name], where, cause, tags=tags),
+                                       out / name / run_ids[name])
+            except NoSpace as e:
+                raise RunStopped(str(e), [], [it.key for it in plan.items[i:]]) from None
+            case.records[name], case.paths[name] = rec, path
+            on_event(CaseDone(i, rec, path))
+        result.cases.append(case)
+        if interrupted:
+            raise KeyboardInterrupt
+    return result
+
+
+def evidence(mode_of: Callable[[Record], Any], a: Record, b: Record) -> verdicts.Evidence:
+    """The complete pairs of one case: block i of A with block i of B, where both measured."""
+    mode = mode_of(b if b.status == "ok" else a)
+    va = mode.process_values(a) if a.status == "ok" else {}
+    vb = mode.process_values(b) if b.status == "ok" else {}
+    both = sorted(set(va) & set(vb))
+    missing = []
+    for name, r, v in (("A", a, va), ("B", b, vb)):
+        if r.status != "ok":
+            missing.append(f"{name} {r.status}: {r.failure.reason if r.failure else ''}".rstrip(": "))
+        elif len(v) < len(both) or len(v) < max(len(va), len(vb)):
+            missing.append(f"{name} measured {len(v)} block(s)")
+    try:
+        unit, hib = _unit(mode, b if b.status == "ok" else a)
+    except Exception:  # noqa: BLE001 - neither side ok: the mode's headline is not defined
+        unit, hib = "", True
+    return verdicts.Evidence(a.case_key, unit, hib, [va[i] for i in both], [vb[i] for i in both], "; ".join(missing))
+
+
+def _unit(mode: Any, r: Record) -> tuple[str, bool]:
+    h = mode.headline(r)
+    return h.unit, h.higher_is_better
+
+
+def analyse(pairs: list[tuple[Record, Record]], threshold: float) -> list[verdicts.Verdict]:
+    """Verdicts over (A record, B record) of the same cases of one interleaved run."""
+    from gpuenv.modes import of
+
+    return verdicts.decide([evidence(of, a, b) for a, b in pairs], threshold)
+
+
+def pairs_of(records: list[Record]) -> dict[str, list[tuple[Record, Record]]]:
+    """ab id -> [(A record, B record)] of each case both sides of that interleaved run recorded."""
+    by: dict[tuple[str, str], dict[str, Record]] = {}
+    for r in records:
+        t = r.tags or {}
+        if t.get("ab") and t.get("side") in SIDES:
+            by.setdefault((t["ab"], r.case_key), {})[t["side"]] = r
+    out: dict[str, list[tuple[Record, Record]]] = {}
+    for (ab_id, _), sides in sorted(by.items()):
+        if len(sides) == 2:
+            out.setdefault(ab_id, []).append((sides["A"], sides["B"]))
+    return out
+
+
+def machine_line(records: list[Record]) -> str:
+    """The machine the run's records name, its reference speed over the cases, and when."""
+    from gpuenv.measure.fingerprint import identity, of
+
+    if not records:
+        return "no records"
+    speeds = [f.python_mops.median for r in records if (f := of(r))]
+    speed = f"reference speed {min(speeds):.3g}-{max(speeds):.3g} Mloops/s over the cases" if speeds else "reference speed not recorded"
+    times = sorted(r.created_utc for r in records)
+    return f"{identity(records[0])}, {speed}, {times[0]} to {times[-1]}"
+
+
+def summary(found: list[verdicts.Verdict], records: list[Record], threshold: float) -> str:
+    n = verdicts.counts(found)
+    tested = sum(v.label != verdicts.INSUFFICIENT for v in found)
+    return (f"{len(found)} cases: " + ", ".join(f"{k} {v}" for k, v in n.items())
+            + f". Verdicts: q-values by Benjamini-Hochberg over the {tested} case(s) with {verdicts.MIN_PAIRS}+ pairs "
+            f"(FDR {100 * verdicts.FDR:g}%), threshold {100 * threshold:g}%. Machine: {machine_line(records)}")
