@@ -375,13 +375,11 @@ def two_machines(good_run: Path, tmp_path: Path) -> tuple[Path, Path]:
     return old, new
 
 
-def test_compare_refuses_two_machine_speeds_and_report_draws_them_apart(good_run, tmp_path, cli):
+def test_compare_allows_for_two_machine_speeds_and_report_draws_them_apart(good_run, tmp_path, cli):
     old, new = two_machines(good_run, tmp_path)
-    r = cli("compare", str(old), str(new))
+    r = cli("compare", str(old), str(new))  # the same hardware at two speeds: compared, the speed change allowed for
     no_traceback(r.stdout, r.stderr)
-    assert r.returncode == 2 and "reference speed differs between OLD and NEW in 1 of 1 cases" in r.stderr, r.stderr
-    r = cli("compare", str(old), str(new), "--allow-different")
-    assert r.returncode == 0 and "compared across machine speeds" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "reference speed moved between OLD and NEW in 1 case(s)" in " ".join(r.stdout.split()), r.stdout
     r = cli("show", str(old), str(new))
     assert r.returncode == 0 and "come from 2 machines" in r.stdout.replace("\n", " "), r.stdout
 

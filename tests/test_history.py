@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 from gpuenv.history.changepoints import detect
-from gpuenv.history.compare import SAME, compare_runs
+from gpuenv.history.compare import NOISE, SAME, compare_runs
 from gpuenv.history.load import load_records
 from gpuenv.history.regress import change_points
 from gpuenv.results import schema
@@ -73,6 +73,49 @@ def test_compare_flags_a_planted_20_percent_slowdown(cli, tmp_path):
     r = cli("compare", str(PUBLISHED), str(slow))  # the command: its table, the regression line, exit 1
     assert r.returncode == 1, r.stdout + r.stderr
     assert "slower (REGRESSION)" in r.stdout and "regression:" in r.stderr
+
+
+def aa_run(records: list[dict], out: Path, spread: float) -> Path:
+    """An A/A `gpuenv ab` run derived from real records: both sides the same code, each process's
+    values scaled by exp(+-spread) in turn (a machine whose processes move that much)."""
+    import math
+
+    d = out / "aa"
+    for side in ("A", "B"):
+        for r in records:
+            r = copy.deepcopy(r)
+            r["run_id"] = f"aa-{side}"
+            r["tags"] = {"ab": "aa-test", "aa": True, "side": side, "side_label": "HEAD (0123456789)", "paired_run": "x"}
+            for i, p in enumerate(r["processes"]):
+                f = math.exp(spread if (i + (side == "B")) % 2 else -spread)
+                p["env_steps_per_s"] = [v * f for v in p.get("env_steps_per_s", [])]
+            write_record(prepare_dir(d / side / r["run_id"]), r)
+    return d
+
+
+def test_compare_allows_for_the_machines_measured_noise(cli, tmp_path):
+    # the same code measured twice here differs by 8%: compare's intervals (one run each) call that
+    # slower; with this machine's A/A calibration (processes moving +-6%) it is within its noise
+    recs = [r for r in published() if r["status"] == "ok" and len(r["processes"]) >= 2]
+    slow = derive(recs, tmp_path, "slow", factor=0.92)
+    old = derive(recs, tmp_path, "old")
+    bare = compare_runs(records_of(old), records_of(slow))
+    assert any(r.verdict == "slower" for r in bare.rows) and len(bare.uncalibrated) == len(bare.rows)
+    aa = aa_run(recs, tmp_path, 0.06)
+    c = compare_runs(records_of(old), records_of(slow), calibration=records_of(aa))
+    verdicts = [r.verdict for r in c.rows]  # (a case whose own interval spans 1 stays "no detectable change")
+    assert set(verdicts) <= {NOISE, SAME} and verdicts.count(NOISE) >= sum(r.verdict == "slower" for r in bare.rows) > 0
+    assert not c.regressed and not c.uncalibrated
+    noise = next(iter(c.calibrated.values()))
+    assert 0.05 < noise.sd_log < 0.2 and noise.ab_id == "aa-test"  # the planted +-6% and the records' own spread
+    # half the speed is beyond that noise: a regression
+    slower = derive(recs, tmp_path, "slower", factor=0.5)
+    big = compare_runs(records_of(old), records_of(slower), calibration=records_of(aa)).rows
+    assert sum(r.regressed for r in big) >= 0.8 * len(big)  # (a case whose processes moved +-29% may still hide it)
+    r = cli("compare", str(old), str(slow), "--calibration", str(aa))
+    assert r.returncode == 0 and "noise allowed: this machine's A/A calibration" in r.stdout, r.stdout + r.stderr
+    r = cli("compare", str(old), str(slow))  # none here: it says what it lacks and how to measure it
+    assert "no A/A calibration of this machine" in " ".join(r.stdout.split()), r.stdout
 
 
 def test_compare_refuses_other_hardware_and_says_which_fields(cli, tmp_path):

@@ -46,7 +46,7 @@ def test_sweep_builds_caches_and_reports_unresolvable_versions(cli, tmp_path):
     suite = write_suite(tmp_path / "fake.toml", SUITE)
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     args = ["sweep", "typer==0.13.1,0.29.2,99.0.0", "--backend", "fake", "--suite", str(suite), "--out", str(tmp_path / "out")]
-    first = cli(*args, env=env, timeout=900)
+    first = cli(*args, "--blocks", "3", env=env, timeout=900)
     assert first.returncode == 1, first.stdout + first.stderr  # one version set could not run
     assert "typer==99.0.0: unresolvable" in first.stdout and "the other versions still run" in first.stdout
     assert first.stdout.count("resolved and built the environment") == 2
@@ -55,5 +55,15 @@ def test_sweep_builds_caches_and_reports_unresolvable_versions(cli, tmp_path):
     assert {r["tags"]["version_set"] for r in records} == {"typer==0.13.1", "typer==0.29.2"}
     assert {r["tags"]["swept"]["typer"] for r in records} == {"0.13.1", "0.29.2"}  # what was really installed
     assert "fake-ok-cartpole-n2" in first.stdout  # the table across versions
-    second = cli(*args, env=env, timeout=900)
+    # interleaved: in each block one process of each version set, the order rotating; the worker ran
+    # in its set's environment (the fake stepper reports the typer it imported)
+    said = " ".join(first.stdout.split())
+    assert "interleaved, 3 blocks per case" in said and "adjacent verdicts from interleaved blocks" in said
+    for r in records:
+        assert r["tags"]["blocks"] == 3 and r["tags"]["order"] == "AB BA AB" and len(r["processes"]) == 3
+        assert r["what"]["details"]["typer"] == r["tags"]["swept"]["typer"]
+    assert any(label in first.stdout for label in ("no detectable change", "suspicious", "regression", "improvement"))
+    second = cli(*args, "--one-after-another", env=env, timeout=900)
     assert second.stdout.count("reused the cached environment") == 2, second.stdout
+    said = " ".join(second.stdout.split())
+    assert "one after another" in said and "the machine's drift is in them" in said

@@ -3,6 +3,7 @@ Each parses, calls the library (gpuenv.history, gpuenv.report) and prints."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -40,19 +41,21 @@ def compare(
     threshold: Annotated[float, typer.Option("--threshold", help="exit 1 when a case is slower by more than this fraction")] = 0.10,
     allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware or drivers")] = False,
     by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
+    calibration: Annotated[list[str] | None, typer.Option("--calibration", help="where A/A runs of `gpuenv ab` are (repeatable; default results/ab)")] = None,
 ) -> None:
-    """NEW/OLD per workload with a 95% interval and a verdict; exit 1 when a case regressed past --threshold."""
-    from gpuenv.history.compare import check_threshold, compare_runs, read_sides
+    """NEW/OLD per workload with a 95% interval and a verdict beyond this machine's noise; exit 1 when a case regressed past --threshold."""
+    from gpuenv.history.compare import NOISE, check_threshold, compare_runs, read_calibration, read_sides
 
     check_threshold(threshold)  # before any record is read
     old_recs, new_recs, problems = read_sides(old, new)
-    print_skipped(problems)
-    c = compare_runs(old_recs, new_recs, threshold, allow_different=allow_different, by_case=by_case)
+    aa, more = read_calibration(calibration)
+    print_skipped(problems + more)
+    c = compare_runs(old_recs, new_recs, threshold, allow_different=allow_different, by_case=by_case, calibration=aa)
     rows, mem_rows, regressed, mem_regressed = c.rows, c.mem_rows, c.regressed, c.mem_regressed
     t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
     for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
         t.add_column(col)
-    colour = {"faster": "green", "slower": "red", "less memory": "green", "more memory": "red"}
+    colour = {"faster": "green", "slower": "red", "less memory": "green", "more memory": "red", NOISE: "dim"}
     for r in sorted(rows + mem_rows, key=lambda r: (r.case_key, r in mem_rows)):
         v = f"[{colour.get(r.verdict, 'white')}]{r.verdict}{' (REGRESSION)' if r.regressed else ''}[/]"
         t.add_row(r.case_key, r.unit, f"{r.old:,.1f}", f"{r.new:,.1f}", f"{r.ratio:.3f}", f"{r.ci_low:.3f}-{r.ci_high:.3f}", v)
@@ -62,7 +65,16 @@ def compare(
     if c.differs:
         console.print(f"[yellow]warning[/] compared across: {markup(', '.join(c.differs))}")
     if c.apart:
-        console.print(f"[yellow]warning[/] compared across machine speeds in {len(c.apart)} case(s), e.g. {c.apart[0][0]}: {markup(c.apart[0][1])}")
+        console.print(f"[yellow]note[/] the machine's reference speed moved between OLD and NEW in {len(c.apart)} case(s), e.g. "
+                      f"{c.apart[0][0]}: {markup(c.apart[0][1])}; the noise allowed before a verdict grows by that change")
+    if c.calibrated:
+        some = next(iter(c.calibrated.values()))
+        console.print(f"noise allowed: this machine's A/A calibration for {len(c.calibrated)} case(s) (ab {some.ab_id}, "
+                      f"e.g. +-{100 * math.expm1(some.allowance):.0f}%) with the reference speed's change", highlight=False)
+    if c.uncalibrated:
+        console.print(f"[yellow]note[/] no A/A calibration of this machine for {len(c.uncalibrated)} case(s) (e.g. {c.uncalibrated[0]}): "
+                      "only the reference speed's change is allowed for there; `gpuenv ab HEAD HEAD --suite SUITE` measures "
+                      "this machine's noise, and `gpuenv ab OLD NEW` compares two versions interleaved, which sees far smaller changes")
     if c.no_fingerprint:
         console.print(f"[yellow]warning[/] {c.no_fingerprint} pair(s) have no machine-speed fingerprint on one side (records "
                       "written before gpuenv measured one): a faster or slower machine cannot be told from a code change there")
@@ -70,9 +82,10 @@ def compare(
         console.print(f"[dim]only in OLD: {key}[/]")
     for key in c.only_new:
         console.print(f"[dim]only in NEW: {key}[/]")
-    n = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "no detectable change")}
+    n = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "no detectable change", NOISE)}
     console.print(
-        f"{len(rows)} cases: {n['faster']} faster, {n['slower']} slower, {n['no detectable change']} no detectable change; "
+        f"{len(rows)} cases: {n['faster']} faster, {n['slower']} slower, {n['no detectable change']} no detectable change, "
+        f"{n[NOISE]} {NOISE}; "
         f"{len(regressed)} regressed by more than {100 * threshold:g}%",
         highlight=False,
     )

@@ -280,13 +280,21 @@ def sweep(
     backend: Annotated[str | None, typer.Option("--backend", "-b", help="default: the package's backend")] = None,
     task: Annotated[list[str] | None, typer.Option("--task", "-t", help="task name (repeatable)")] = None,
     out_: Annotated[str, typer.Option("--out", "-o", help="directory the sweep's runs and table go to")] = "results/sweeps",
+    blocks: Annotated[int, typer.Option("--blocks", help="interleaved blocks per case: one worker process of each version per block")] = 6,
+    one_after_another: Annotated[bool, typer.Option("--one-after-another", help="run each version's whole suite in turn, not interleaved "
+                                                     "(for very slow environments; its verdicts then carry the machine's drift)")] = False,
+    threshold: Annotated[float, typer.Option("--threshold", help="smallest change (fraction) called a regression or improvement")] = 0.05,
 ) -> None:
-    """Run the same suite under several versions of a library, each in its own cached environment."""
+    """Run the same suite under several versions of a library, each in its own cached environment, interleaved case by case."""
     from gpuenv.history import sweep as sw
+    from gpuenv.history.compare import check_threshold
     from gpuenv.pins import parse_with
     from gpuenv.results.store import new_run_id
     from gpuenv.suites import load_any
 
+    check_threshold(threshold)
+    if not one_after_another and not 3 <= blocks <= 1000:
+        raise UserError(f"--blocks {blocks}: give 3 or more interleaved blocks (6 is the default)")
     out = out_dir(out_)
     package, versions = sw.parse_spec(spec)
     pins = parse_with(with_ or [])
@@ -295,7 +303,9 @@ def sweep(
     sweep_id = new_run_id()
     bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
     sets = [sw.version_set(package, v, pins, name.split(":")[0]) for v in versions]
-    console.print(f"[bold]gpuenv sweep[/] {package} over {', '.join(versions)} ({markup(suite)} suite, backend {name}), sweep {sweep_id}")
+    how_run = "one after another" if one_after_another else f"interleaved, {blocks} blocks per case"
+    console.print(f"[bold]gpuenv sweep[/] {package} over {', '.join(versions)} ({markup(suite)} suite, backend {name}, {how_run}), "
+                  f"sweep {sweep_id}")
     for vs in sets:
         sw.prepare(vs)
         how = "reused the cached environment" if vs.reused else "resolved and built the environment"
@@ -303,21 +313,37 @@ def sweep(
             console.print(sw.not_ready_line(vs), highlight=False)
             continue
         console.print(f"{markup(vs.label)}: {how} in {vs.setup_s:.1f} s ({markup(vs.env_dir)})", highlight=False)
-        sw.run(vs, sweep_id, bench_args, out)
+        if one_after_another:
+            sw.run(vs, sweep_id, bench_args, out)
+    ready = [vs for vs in sets if vs.status == "ready"]
+    if not one_after_another and ready:
+        from gpuenv.run.plan import bench_plan
+        from gpuenv.run.runner import INTERRUPT
+
+        bp = bench_plan(suite, backends=[name], tasks=task)
+        records: list[Record] = []
+        with case_progress(bp.mode, [it.key for it in bp.plan.items], records, per_case=len(ready)) as on_event, interruptible():
+            try:
+                sw.run_interleaved(ready, sweep_id, bp, blocks, out, on_event)
+                INTERRUPT.check()
+            except KeyboardInterrupt:
+                raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the records written so far are kept in {out / sweep_id}") from None
     labels = [vs.label for vs in sets]
     series = sw.collect(sets)
-    t = Table(title=f"{package}: each case across versions (headline [95% interval]; adjacent verdicts)", title_justify="left")
+    title = ("adjacent verdicts from interleaved blocks" if not one_after_another
+             else "adjacent verdicts from runs one after another: the machine's drift is in them")
+    t = Table(title=f"{package}: each case across versions (headline [95% interval]; {title})", title_justify="left")
     t.add_column("case")
     for lbl in labels:
         t.add_column(lbl)
-    colour = {"faster": "green", "slower": "red"}
-    for key, cells in sw.table(series, labels):
+    colour = {"faster": "green", "slower": "red", "regression": "red", "improvement": "green", "suspicious": "yellow"}
+    for key, cells in sw.table(series, labels, threshold, interleaved=not one_after_another):
         shown = []
         for cell in cells:
             text = markup(cell.text) if cell.ok else (f"[red]{markup(cell.text)}[/]" if cell.text != "-" else "-")
             if cell.verdict is not None:
                 word = f"[{colour[cell.verdict]}]{cell.verdict}[/]" if cell.verdict in colour else cell.verdict
-                text += f"\n{word} {cell.change_pct:+.0f}%"
+                text += f"\n{word}" + (f" {cell.change_pct:+.0f}%" if cell.change_pct is not None else "")
             shown.append(text)
         t.add_row(key, *shown)
     console.print(t)

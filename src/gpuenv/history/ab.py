@@ -171,15 +171,21 @@ class AbRun:
     cases: list[CaseResult] = field(default_factory=list)
 
 
-def block_order(b: int) -> tuple[int, int]:
-    """The side indices of block b in run order: A B in even blocks, B A in odd ones."""
-    return (0, 1) if b % 2 == 0 else (1, 0)
+def block_order(b: int, k: int = 2) -> list[int]:
+    """The side indices of block b in run order. Two sides: A B in even blocks, B A in odd ones. More
+    (a sweep's version sets): the order rotates by one every two blocks and odd blocks reverse the
+    block before them, so each side takes each place, and each neighbour comes before and after it."""
+    first = [(i + b // 2) % k for i in range(k)]
+    if k == 2:
+        first = [0, 1]
+    return first if b % 2 == 0 else first[::-1]
 
 
-def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out: Path,
+def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out: Path, names: list[str] | None = None,
         on_event: Callable[[Any], None] = lambda e: None) -> AbRun:
-    """Every item of the plan, interleaved between the two sides; records into OUT/<ab id>/<side>/.
-    Re-raises KeyboardInterrupt after writing the interrupted case's records."""
+    """Every item of the plan, interleaved between the sides (two for `ab`, a sweep's version sets);
+    records into OUT/<side name>/<its run id>/. Re-raises KeyboardInterrupt after writing the
+    interrupted case's records."""
     from gpuenv.modes.base import Outcome, RecordContext, failure
     from gpuenv.results.store import new_run_id
     from gpuenv.run.provenance import provenance
@@ -200,34 +206,37 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
 
     clean_scratch()
     base = provenance()
-    run_ids = {name: new_run_id() for name in SIDES}
+    names = names or list(SIDES)
+    k = len(sides)
+    run_ids = {name: new_run_id() for name in names}
     result = AbRun(ab_id, sides, blocks, run_ids, out)
     launchers: dict = {}
     env_where: dict[str, dict] = {}
-    sequence = "".join(SIDES[s] for b in range(blocks) for s in block_order(b))
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    sequence = " ".join("".join(letters[s % 26] for s in block_order(b, k)) for b in range(blocks))  # side j is letter j
     for i, item in enumerate(plan.items):
         item = mode.with_processes(item, blocks)
         on_event(CaseStart(i, item))
         here = case_where(base)  # one fingerprint for the case: both sides run in the same minutes
-        outcomes: list[list[Outcome]] = [[], []]
-        wheres = [here, here]
+        outcomes: list[list[Outcome]] = [[] for _ in sides]
+        wheres = [here for _ in sides]
         interrupted = False
         with scratch() as tmp:
             try:
                 hows = [side_launcher(s, item.backend, launchers) for s in sides]
-                for k, how in enumerate(hows):
+                for j, how in enumerate(hows):
                     if isinstance(how, UserError):
-                        outcomes[k].append(Outcome(0, None, failure("refused", str(how), 0)))
+                        outcomes[j].append(Outcome(0, None, failure("refused", str(how), 0)))
                     else:
-                        (Path(tmp) / SIDES[k]).mkdir()
-                        wheres[k] = backend_where(here, how, Path(tmp) / SIDES[k], env_where)
+                        (Path(tmp) / str(j)).mkdir()
+                        wheres[j] = backend_where(here, how, Path(tmp) / str(j), env_where)
                 if not any(o for o in outcomes):
                     n = 0
                     for b in range(blocks):
-                        for s in block_order(b):
-                            on_event(ProcessStart(i, n, 2 * blocks))
+                        for s in block_order(b, k):
+                            on_event(ProcessStart(i, n, k * blocks))
                             n += 1
-                            o = run_process(mode.process_spec(item, b, out / SIDES[s]), b, item.timeout_s, Path(tmp) / SIDES[s], hows[s])
+                            o = run_process(mode.process_spec(item, b, out / names[s]), b, item.timeout_s, Path(tmp) / str(s), hows[s])
                             outcomes[s].append(o)
                             on_event(ProcessDone(i, o))
                         if mode.stop_after_failure and any(o.failure for side in outcomes for o in side[-1:]):
@@ -235,21 +244,23 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
             except KeyboardInterrupt:
                 interrupted = True
             except UserError as e:
-                for k in (0, 1):
-                    outcomes[k].append(Outcome(len(outcomes[k]), None, failure("refused", str(e), len(outcomes[k]))))
+                for side_out in outcomes:
+                    side_out.append(Outcome(len(side_out), None, failure("refused", str(e), len(side_out))))
         cause = INTERRUPT.cause() if interrupted else None
         case = CaseResult(item.key, {}, {})
-        for k, side in enumerate(sides):
-            name = SIDES[k]
-            where = {**wheres[k], "git": side.git}
-            tags = {"ab": ab_id, "side": name, "side_spec": side.spec, "side_label": side.label,
-                    "paired_run": run_ids[SIDES[1 - k]], "blocks": blocks, "order": sequence}
+        for j, side in enumerate(sides):
+            name = names[j]
+            where = {**wheres[j], "git": side.git}
+            tags: dict[str, Any] = {"ab": ab_id, "side": name, "side_spec": side.spec, "side_label": side.label, "blocks": blocks,
+                                    "order": sequence, "letter": letters[j % 26], "runs": run_ids}
+            if k == 2:
+                tags.update(aa=sides[0].label == sides[1].label, paired_run=run_ids[names[1 - j]])
             if side.version_set is not None:
                 from gpuenv.history.sweep import tags_of
 
                 tags.update(tags_of(side.version_set, ab_id))
             try:
-                rec, path = write_case(mode, item, outcomes[k], RecordContext(plan.suite, run_ids[name], where, cause, tags=tags),
+                rec, path = write_case(mode, item, outcomes[j], RecordContext(plan.suite, run_ids[name], where, cause, tags=tags),
                                        out / name / run_ids[name])
             except NoSpace as e:
                 raise RunStopped(str(e), [], [it.key for it in plan.items[i:]]) from None

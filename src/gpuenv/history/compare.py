@@ -3,19 +3,27 @@
 Each measurement mode gives the ratio and its interval (throughput: median env steps/s, bootstrap
 over processes then values; time-to-reward: IQM wall-clock to threshold, bootstrap over seeds) and
 whether higher is better. A verdict is "faster" or "slower" only when the whole interval is on one
-side of 1. Memory peaks (host, device: one per worker process or seed) are compared the same way,
+side of 1, and only when the change is larger than this machine's run-to-run noise: two runs of
+the same code measured apart differ by the machine's drift, which intervals from one run do not
+see. The allowance is the A/A calibration of the case on this machine (gpuenv.history.calibration,
+from `gpuenv ab X X`) combined with the change of the machine's reference speed between the two
+records (their fingerprints); a change inside it is "within this machine's run-to-run noise". Runs
+of different hardware (CPU model, cores, GPUs, driver) are refused; different speeds are not, they
+widen the allowance. Memory peaks (host, device: one per worker process or seed) are compared the same way,
 lower is better, verdict "less memory" / "more memory". Records pair up by `workload_id` (same case, measurement settings and physics facts);
 `by="case"` pairs by case key instead, for a deliberate comparison across workloads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from gpuenv.modes import of
 from gpuenv.results.schema import Record
 
 FASTER, SLOWER, SAME = "faster", "slower", "no detectable change"
+NOISE = "within this machine's run-to-run noise"
 LESS, MORE = "less memory", "more memory"
 
 
@@ -81,9 +89,11 @@ class Row:
     verdict: str
     change_pct: float  # signed, + = better (faster throughput or shorter time to reward)
     regressed: bool
+    allowance: float = 0.0  # the run-to-run noise allowed (relative, log scale) before a verdict
 
 
-def compare_case(old: Record, new: Record, threshold: float) -> Row:
+def compare_case(old: Record, new: Record, threshold: float, allowance: float = 0.0) -> Row:
+    """NEW/OLD of the headline; a change inside `allowance` (log scale) is NOISE, not a verdict."""
     mode = of(new)
     ratio, lo, hi = mode.ratio(new, old)
     o, n = mode.headline(old).value, mode.headline(new).value
@@ -93,8 +103,19 @@ def compare_case(old: Record, new: Record, threshold: float) -> Row:
     else:
         verdict = FASTER if hi < 1 else (SLOWER if lo > 1 else SAME)
         change = 1 / ratio - 1
+    if verdict != SAME and abs(math.log(ratio)) <= allowance:
+        verdict = NOISE
     regressed = verdict == SLOWER and -change > threshold
-    return Row(new.case_key, mode.headline(new).unit, o, n, ratio, lo, hi, verdict, change, regressed)
+    return Row(new.case_key, mode.headline(new).unit, o, n, ratio, lo, hi, verdict, change, regressed, allowance)
+
+
+def drift(old: Record, new: Record) -> float:
+    """How far the machine's reference speed (pure-Python loop) moved between two records, log scale;
+    0 where either has no fingerprint."""
+    from gpuenv.measure.fingerprint import of as fingerprint_of
+
+    a, b = fingerprint_of(old), fingerprint_of(new)
+    return abs(math.log(b.python_mops.median / a.python_mops.median)) if a and b else 0.0
 
 
 def memory_rows(old: Record, new: Record, threshold: float) -> list[Row]:
@@ -162,6 +183,8 @@ class Comparison:
     only_old: list
     only_new: list
     versions: dict  # package -> (old, new)
+    calibrated: dict = field(default_factory=dict)  # case key -> its A/A calibration (calibration.Noise)
+    uncalibrated: list = field(default_factory=list)  # case keys compared without one
 
     @property
     def regressed(self) -> list:
@@ -189,11 +212,31 @@ def read_sides(old: list[str], new: str) -> tuple[list[Record], list[Record], li
     return old_recs, new_recs, p1 + p2
 
 
-def compare_runs(old_recs: list[Record], new_recs: list[Record], threshold: float = 0.10, *, allow_different: bool = False,
-                 by_case: bool = False) -> Comparison:
-    """Pair OLD's and NEW's records (by workload, or by case key) and compare each pair; UserError
-    where the runs are not comparable (other hardware, other machine speeds) unless allowed."""
+def read_calibration(paths: list[str] | None) -> tuple[list[Record], list[str]]:
+    """Records of `gpuenv ab` runs under `paths` (default results/ab, where it writes; nothing when that
+    folder does not exist), and one line per file skipped."""
+    from pathlib import Path
+
     from gpuenv.errors import UserError
+    from gpuenv.history.load import load_records
+
+    if paths is None:  # the default place: nothing there is no error
+        try:
+            records, problems = load_records(["results/ab"], "A/A calibration records") if Path("results/ab").is_dir() else ([], [])
+        except UserError:
+            return [], []
+    else:
+        records, problems = load_records(paths, "A/A calibration records")
+    return [r for r in records if r.tags.get("ab")], problems
+
+
+def compare_runs(old_recs: list[Record], new_recs: list[Record], threshold: float = 0.10, *, allow_different: bool = False,
+                 by_case: bool = False, calibration: list[Record] | None = None) -> Comparison:
+    """Pair OLD's and NEW's records (by workload, or by case key) and compare each pair, allowing for
+    this machine's noise (A/A records among `calibration`) and its speed change; UserError where the
+    runs are not comparable (other hardware) unless allowed."""
+    from gpuenv.errors import UserError
+    from gpuenv.history import calibration as cal
 
     check_threshold(threshold)
     diff = differences(old_recs, new_recs)
@@ -207,16 +250,17 @@ def compare_runs(old_recs: list[Record], new_recs: list[Record], threshold: floa
             "--by-case pairs by case key across measurement settings)"
         )
     apart, no_fingerprint = speed_differences(pairs)
-    if apart and not allow_different:
-        key, why = apart[0]
-        raise UserError(
-            f"the machine's reference speed differs between OLD and NEW in {len(apart)} of {len(pairs)} cases "
-            f"(first, {key}: {why}): as if measured on different machines, so a change would not be gpuenv's or the "
-            "library's (--allow-different compares anyway)"
-        )
+    noise = cal.calibrate(calibration or [])
+    found = {b.case_key: noise[cal.key(b)] for _, b in pairs if cal.key(b) in noise}
+
+    def allowance(a: Record, b: Record) -> float:
+        own = found[b.case_key].allowance if b.case_key in found else 0.0
+        return math.hypot(own, drift(a, b))
+
     return Comparison(
-        rows=[compare_case(a, b, threshold) for a, b in pairs],
+        rows=[compare_case(a, b, threshold, allowance(a, b)) for a, b in pairs],
         mem_rows=[m for a, b in pairs for m in memory_rows(a, b, threshold)],
         threshold=threshold, differs=diff, apart=apart, no_fingerprint=no_fingerprint, only_old=only_old, only_new=only_new,
-        versions=version_changes(old_recs, new_recs),
+        versions=version_changes(old_recs, new_recs), calibrated=found,
+        uncalibrated=sorted({b.case_key for _, b in pairs} - set(found)),
     )

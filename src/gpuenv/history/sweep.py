@@ -19,6 +19,7 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpuenv import envs
 from gpuenv.errors import UserError
@@ -157,6 +158,32 @@ def run(vs: VersionSet, sweep_id: str, bench_args: list[str], out: Path) -> Vers
     return vs
 
 
+def side_name(vs: VersionSet) -> str:
+    """The version set's folder (and record tag `side`) in a sweep: brax-0.13.0."""
+    return vs.label.replace("==", "-")
+
+
+def run_interleaved(ready: list[VersionSet], sweep_id: str, bp: Any, blocks: int, out: Path,
+                    on_event: Any = lambda e: None) -> None:
+    """The suite under every ready version set, interleaved case by case (gpuenv.history.ab.run: in
+    each block one worker process per set, the order rotating), records in
+    OUT/<sweep id>/<set>/<run id>/ tagged with the version set and the blocks."""
+    from gpuenv.history import ab
+    from gpuenv.measure.system import git_sha
+
+    sides = [ab.Side(vs.label, "version set", vs.label, git_sha(), version_set=vs) for vs in ready]
+    for vs in ready:
+        vs.run_dir = out / sweep_id / side_name(vs)
+    try:
+        ab.run(bp.mode, bp.plan, sides, blocks=blocks, ab_id=sweep_id, out=out / sweep_id, names=[side_name(vs) for vs in ready],
+               on_event=on_event)
+    finally:
+        for vs in ready:
+            records = collect([vs]).values()
+            failed = any(r.status != "ok" for pts in records for _, r in pts)
+            vs.status = "ran (some cases failed)" if failed else "ran"
+
+
 Series = dict[str, list[tuple[str, Record]]]  # case key -> [(version set label, record)]
 
 
@@ -212,11 +239,22 @@ class Cell:
     change_pct: float | None = None
 
 
-def table(series: Series, labels: list[str], threshold: float = 0.10) -> list[tuple[str, list[Cell]]]:
-    """(case key, a cell per version set in `labels` order) for `gpuenv sweep`'s table."""
+def table(series: Series, labels: list[str], threshold: float = 0.10, *, interleaved: bool = False) -> list[tuple[str, list[Cell]]]:
+    """(case key, a cell per version set in `labels` order) for `gpuenv sweep`'s table. Each cell's
+    verdict is against the version set before it: for an interleaved sweep, the label of the paired
+    blocks (gpuenv.history.verdicts; adjusted across the cases of that step); for one run after
+    another, compare's faster / slower from the two runs' intervals."""
+    from gpuenv.history.ab import evidence
     from gpuenv.history.compare import compare_case
+    from gpuenv.history.verdicts import decide
     from gpuenv.modes import of
 
+    paired: dict[tuple[str, str], Any] = {}
+    if interleaved:
+        for before, after in zip(labels, labels[1:], strict=False):
+            both = [(dict(pts)[before], dict(pts)[after]) for pts in series.values() if before in dict(pts) and after in dict(pts)]
+            for v in decide([evidence(of, a, b) for a, b in both], threshold):
+                paired[(v.case_key, after)] = v
     rows = []
     for key, pts in sorted(series.items()):
         by = dict(pts)
@@ -232,6 +270,8 @@ def table(series: Series, labels: list[str], threshold: float = 0.10) -> list[tu
             text = f"{h.value:,.0f} [{h.ci_low:,.0f}-{h.ci_high:,.0f}] {h.unit}"
             if prev is None:
                 cells.append(Cell(text, True))
+            elif interleaved and (pv := paired.get((key, lbl))) is not None:
+                cells.append(Cell(text, True, pv.label, None if pv.change is None else 100 * pv.change))
             else:
                 c = compare_case(prev, r, threshold)
                 cells.append(Cell(text, True, c.verdict, 100 * c.change_pct))

@@ -1,0 +1,161 @@
+"""`gpuenv ab A B`: interleaved sides, paired verdicts. The statistics against known values, each
+verdict label from planted evidence, and real interleaved runs on the test-only fake backend: an A/A
+finds nothing, a planted 15% slowdown of one task (tools/plant_slowdown.py, in a copy of src/) is a
+regression while the other task stays unflagged, records carry the pairing."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, write_suite
+
+from gpuenv.history import verdicts as vd
+from gpuenv.measure import stats
+
+sys.path.insert(0, str(ROOT / "tools"))
+from plant_slowdown import plant  # noqa: E402
+
+SUITE = """
+[measure]
+processes = 1
+values = 3
+warmups = 0
+min_time_s = 0.03
+chunk_steps = 5
+timeout_s = 120
+[[matrix]]
+backends = ["fake:ok"]
+tasks = ["cartpole", "halfcheetah"]
+num_envs = [2]
+"""
+
+
+def test_t_distribution_matches_tables():
+    # two-sided p of Student's t and its quantiles, against printed tables
+    assert stats.t_quantile(0.975, 7) == pytest.approx(2.3646, abs=1e-4)
+    assert stats.t_quantile(0.975, 2) == pytest.approx(4.3027, abs=1e-4)
+    assert stats.t_quantile(0.995, 5) == pytest.approx(4.0321, abs=1e-4)
+    assert stats.t_sf2(2.0, 5) == pytest.approx(0.10194, abs=1e-5)
+    assert stats.t_sf2(1.0, 1) == pytest.approx(0.5, abs=1e-9)
+    assert stats.t_sf2(0.0, 9) == pytest.approx(1.0)
+
+
+def test_paired_ratio_interval_and_p():
+    a = [100.0, 110.0, 90.0, 105.0]
+    b = [85.0, 95.0, 77.0, 90.0]
+    p = stats.paired(a, b)
+    logs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
+    assert p.ratio == pytest.approx(math.exp(sum(logs) / 4))
+    assert p.ci_low < p.ratio < p.ci_high < 1 and p.p < 0.001 and p.n == 4
+    # identical sides: ratio 1, p 1; a single pair is refused
+    same = stats.paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    assert same.ratio == 1 and same.p == 1
+    with pytest.raises(ValueError):
+        stats.paired([1.0], [1.0])
+
+
+def test_benjamini_hochberg_adjusts_in_step_up_order():
+    assert stats.benjamini_hochberg([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.05333, 0.05333, 0.2], abs=1e-4)
+    assert stats.benjamini_hochberg([]) == []
+
+
+def _evidence(key, ratio, noise, n=8, higher=True):
+    """Pairs with a known ratio B/A and a deterministic spread (alternating +-noise in log space)."""
+    a = [1000.0 * (1 + 0.1 * (i % 3)) for i in range(n)]
+    b = [x * ratio * math.exp(noise if i % 2 else -noise) for i, x in enumerate(a)]
+    return vd.Evidence(key, "env steps/s", higher, a[:n], b[:n])
+
+
+def test_every_label_from_planted_evidence():
+    found = {v.case_key: v for v in vd.decide([
+        _evidence("slower", 0.85, 0.01),  # large and tight: regression
+        _evidence("faster", 1.20, 0.01),  # improvement
+        _evidence("noisy", 0.90, 0.30),  # beyond the threshold, not significant
+        _evidence("tiny", 0.98, 0.001),  # significant, within the threshold
+        _evidence("same", 1.0, 0.02),  # nothing
+        _evidence("short", 0.5, 0.01, n=2),  # two pairs: no verdict
+    ], threshold=0.05)}
+    assert {k: v.label for k, v in found.items()} == {
+        "slower": vd.REGRESSION, "faster": vd.IMPROVEMENT, "noisy": vd.SUSPICIOUS, "tiny": vd.SUSPICIOUS,
+        "same": vd.SAME, "short": vd.INSUFFICIENT}
+    assert "not significant" in found["noisy"].why and "within 5%" in found["tiny"].why
+    assert "1 more" in found["short"].why and found["short"].ratio is None
+    assert found["slower"].change == pytest.approx(-0.15, abs=0.01)
+
+
+def test_lower_is_better_quantities_flip_the_direction():
+    # time to reward: B taking 20% longer is a regression
+    v = vd.decide([_evidence("ttr", 1.25, 0.01, higher=False)], threshold=0.05)[0]
+    assert v.label == vd.REGRESSION and v.change == pytest.approx(-0.2, abs=0.01)
+
+
+def test_many_cases_are_adjusted_together():
+    # the same borderline case alone is a regression; among 40 null cases BH no longer lets it through
+    edge = _evidence("edge", 0.90, 0.05, n=5)  # p about 0.009: below 5% alone, not below 5% x 1/41
+    alone = vd.decide([edge], threshold=0.05)[0]
+    crowd = vd.decide([edge, *[_evidence(f"null{i}", 1.0, 0.05, n=5) for i in range(40)]], threshold=0.05)
+    assert alone.label == vd.REGRESSION and alone.q == alone.p
+    mixed = next(v for v in crowd if v.case_key == "edge")
+    assert mixed.q > mixed.p and mixed.label == vd.SUSPICIOUS
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["HEAD", "no-such-revision-xyz"], "is not a git revision of this repository"),
+        (["HEAD", "HEAD", "--blocks", "2"], "give 3 or more paired blocks"),
+        (["HEAD", "HEAD", "--threshold", "1.5"], "--threshold must be a fraction"),
+        (["HEAD", "tests"], "not a gpuenv checkout"),
+        (["HEAD", "HEAD", "--suite", "nosuch"], "unknown suite 'nosuch'"),
+        (["envpool==1.2.5", "brax==0.14.2"], "belong to different backends"),
+    ],
+)
+def test_bad_ab_input_is_one_line_exit_2(cli, args, message):
+    r = cli("ab", *args, cwd=ROOT)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_ab_finds_a_planted_slowdown_and_nothing_else(cli, tmp_path):
+    suite = write_suite(tmp_path / "fake.toml", SUITE)
+    planted = plant(tmp_path / "planted", "fake", 0.15, task="cartpole")
+    r = cli("ab", ".", str(planted), "--suite", str(suite), "--blocks", "6", "--out", str(tmp_path / "out"), "--json",
+            cwd=ROOT, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr  # exit 1: a regression
+    doc = json.loads(r.stdout)
+    found = {v["case_key"]: v for v in doc["verdicts"]}
+    assert found["fake-ok-cartpole-n2"]["label"] == vd.REGRESSION, found
+    assert found["fake-ok-cartpole-n2"]["ratio"] == pytest.approx(0.85, abs=0.06)
+    assert found["fake-ok-halfcheetah-n2"]["label"] not in (vd.REGRESSION, vd.IMPROVEMENT), found
+    assert "regression: fake-ok-cartpole-n2" in r.stderr
+    assert doc["sides"]["B"]["kind"] == "checkout" and "cores" in doc["machine"]
+    # each side's records: ordinary records tagged with the pairing, one process per block
+    root = Path(doc["records"])
+    recs = {p.parent.parent.name: json.loads(p.read_text()) for p in root.glob("*/*/fake-ok-cartpole-n2.json")}
+    assert set(recs) == {"A", "B"}
+    a, b = recs["A"], recs["B"]
+    assert a["tags"]["side"] == "A" and b["tags"]["paired_run"] == a["run_id"] and a["tags"]["order"] == "AB BA AB BA AB BA"
+    assert len(a["processes"]) == 6 and len(b["processes"]) == 6 and a["settings"]["processes"] == 6
+
+
+def test_ab_of_a_revision_runs_that_commit_and_an_aa_is_quiet(cli, tmp_path):
+    import subprocess
+
+    suite = write_suite(tmp_path / "fake.toml", SUITE)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    # a 15% threshold: the A/A is here for the plumbing (false-alarm rates are measured, docs/verdicts.md)
+    r = cli("ab", "HEAD", "HEAD", "--suite", str(suite), "--blocks", "4", "--threshold", "0.15", "--out", str(tmp_path / "out"),
+            "--json", cwd=ROOT, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["sides"]["A"]["label"] == f"HEAD ({head[:10]})" == doc["sides"]["B"]["label"]
+    assert [v["label"] for v in doc["verdicts"]].count(vd.REGRESSION) == 0
+    assert all(v["pairs"] == 4 and v["ratio"] > 0 for v in doc["verdicts"])
+    exported = tmp_path / "cache" / "gpuenv" / "revisions" / head
+    assert (exported / "src" / "gpuenv" / "__init__.py").is_file()
+    rec = json.loads(next((tmp_path / "out").glob("*/B/*/fake-ok-cartpole-n2.json")).read_text())
+    assert rec["where"]["git"] == {"sha": head, "dirty": False}
