@@ -178,7 +178,7 @@ def test_a_history_too_short_for_the_test_shows_no_change_not_a_lucky_one():
     assert sum(found) >= 18  # 12 points: a clean 30% step is found
 
 
-def history(tmp_path: Path, drop_at: int | None, n: int = 24) -> Path:
+def history(tmp_path: Path, drop_at: int | None, n: int = 24, sha_after: str | None = None) -> Path:
     base = next(r for r in published() if r["case_key"] == "envpool-sync-halfcheetah-n8")
     rng = np.random.default_rng(3)
     out = tmp_path / "history"
@@ -188,6 +188,8 @@ def history(tmp_path: Path, drop_at: int | None, n: int = 24) -> Path:
         r["run_id"] = f"run{i:02d}"
         r["created_utc"] = f"2026-11-{i + 1:02d}T00:00:00+00:00"
         r["where"]["packages"]["envpool"] = "1.2.5" if drop_at is not None and i >= drop_at else "0.8.4"
+        if sha_after and drop_at is not None and i >= drop_at:
+            r["where"]["git"]["sha"] = sha_after
         for p in r["processes"]:
             p["env_steps_per_s"] = [v * factor for v in p["env_steps_per_s"]]
         for k in ("median", "ci_low", "ci_high"):
@@ -203,8 +205,42 @@ def test_regressions_find_the_planted_change_and_its_versions(tmp_path):
     case, at, _, _, change, kind, what = found.row()
     assert case.startswith("envpool-sync-halfcheetah-n8@") and at == "#12 run12" and kind == "regression"
     assert "envpool 0.8.4->1.2.5" in what and change.startswith("-")
+    assert "machine speed" not in what  # no speed recorded: nothing said of it
+    from test_faults import fp_dict
+
+    # the same drop where the machine also slowed down: said beside the versions
+    slow_machine = history(tmp_path / "slowvm", drop_at=12)
+    for p in slow_machine.rglob("*.json"):
+        r = json.loads(p.read_text())
+        r["where"]["machine"]["fingerprint"] = fp_dict(16.0 * (0.7 if int(r["run_id"][3:]) >= 12 else 1.0))
+        p.write_text(json.dumps(r))
+    (moved,) = change_points(records_of(slow_machine)).found
+    assert "machine speed" in moved.row()[6] and "the change may be the machine's" in moved.row()[6]
     flat = change_points(records_of(history(tmp_path / "flat", drop_at=None)))
     assert flat.found == [] and flat.histories == 1 and flat.blind_lines() == []
+
+
+def test_regressions_alert_on_a_new_regression_with_what_reproduces_it(tmp_path, cli):
+    import json
+
+    sha = "abcdef0123456789abcdef0123456789abcdef01"
+    fresh = history(tmp_path / "fresh", drop_at=20, sha_after=sha)  # the drop is in the newest 4 of 24 runs
+    r = cli("regressions", str(fresh), "--alert", str(tmp_path / "alert"))
+    assert r.returncode == 0 and "1 alarm(s) written" in " ".join(r.stdout.split()), r.stdout + r.stderr
+    (alarm,) = json.loads((tmp_path / "alert" / "alarms.json").read_text())
+    assert alarm["title"] == "gpuenv: envpool-sync-halfcheetah-n8 regressed at run run20"
+    body = alarm["body"]
+    assert "95% interval" in body and "run `run19`" in body and "run `run20`" in body and "envpool 0.8.4->1.2.5" in body
+    assert f"gpuenv ab {sha[:10]}" not in body  # before the drop the commit was the published one's
+    assert "gpuenv bench --suite quick --backend envpool:sync --task halfcheetah --num-envs 8" in body
+    assert f"{sha[:10]} --suite quick --backend envpool:sync" in body and "gpuenv sweep envpool==0.8.4,1.2.5" in body
+    summary = (tmp_path / "alert" / "summary.md").read_text()
+    assert "## gpuenv regressions: 1 alarm(s)" in summary and alarm["title"] in summary
+    # a regression found long ago was alerted on then: no alarm now, the summary still written
+    old = history(tmp_path / "old", drop_at=12)
+    r = cli("regressions", str(old), "--alert", str(tmp_path / "quiet"))
+    assert r.returncode == 0 and json.loads((tmp_path / "quiet" / "alarms.json").read_text()) == []
+    assert "1 change point(s)" in (tmp_path / "quiet" / "summary.md").read_text()
 
 
 def test_regressions_say_what_they_could_not_see(tmp_path, cli):

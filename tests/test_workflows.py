@@ -48,7 +48,7 @@ def test_benchmark_runs_nightly_and_by_hand_on_a_gpu_runner_and_commits_records(
     wf = load("benchmark.yml")
     assert "workflow_dispatch" in wf["on"] and wf["on"]["schedule"]
     job = wf["jobs"]["bench"]
-    assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
+    assert job["runs-on"] == ["self-hosted", "linux", "gpu"] and job["if"] == "github.event_name != 'pull_request'"
     assert job["strategy"]["max-parallel"] == 1
     text = "\n".join(s.get("run", "") for s in job["steps"])
     assert "doctor" in text and "git push origin HEAD:results" in text
@@ -61,3 +61,72 @@ def test_publish_builds_both_sites_and_deploys_pages():
     assert "gpuenv report" in run and "gpuenv asv-import" in run and "asv publish" in run
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in wf["jobs"]["deploy"]["steps"])
     assert wf["permissions"]["pages"] == "write"
+
+
+def test_benchmark_matrix_is_every_image_with_its_own_suite():
+    from gpuenv.images.catalogue import images
+    from gpuenv.registry import default_registry
+
+    matrix = load("benchmark.yml")["jobs"]["bench"]["strategy"]["matrix"]["include"]
+    want = {name: img.suite or default_registry().get(img.backend).suite for name, img in images().items()}
+    assert {m["image"]: m["suite"] for m in matrix} == want  # godot and the Isaac Sim image included
+
+
+def test_benchmark_alerts_and_pull_requests_get_an_interleaved_ab():
+    wf = load("benchmark.yml")
+    alert = wf["jobs"]["alert"]
+    run = "\n".join(s.get("run", "") for s in alert["steps"])
+    assert alert["needs"] == "bench" and "always()" in alert["if"]
+    assert "gpuenv regressions ../results-branch/records --alert alert" in run and "GITHUB_STEP_SUMMARY" in run
+    assert "tools/post_alarms.py alert" in run and wf["permissions"]["issues"] == "write"
+    ab = wf["jobs"]["ab"]
+    assert "github.event.label.name == 'benchmark'" in ab["if"] and wf["on"]["pull_request"]["types"] == ["labeled"]
+    run = "\n".join(s.get("run", "") for s in ab["steps"])
+    assert 'gpuenv ab "$BASE" HEAD --suite ab --markdown' in run and "gh pr comment" in run
+
+
+def test_weekly_sweep_of_each_backends_recent_releases():
+    wf = load("sweep.yml")
+    assert wf["on"]["schedule"] and wf["concurrency"]["group"] == load("benchmark.yml")["concurrency"]["group"]
+    job = wf["jobs"]["sweep"]
+    assert job["runs-on"] == ["self-hosted", "linux", "gpu"] and job["strategy"]["max-parallel"] == 1
+    packages = {m["package"] for m in job["strategy"]["matrix"]["include"]}
+    assert {"envpool", "gymnasium", "brax", "mujoco-mjx"} <= packages
+    run = "\n".join(s.get("run", "") for s in job["steps"])
+    assert 'gpuenv sweep "$PACKAGE==$VERSIONS"' in run and "--one-after-another" not in run  # interleaved
+    assert "git push origin HEAD:results" in run
+
+
+def test_post_alarms_files_each_new_alarm_once(tmp_path):
+    """The workflow's issue step against a stand-in `gh` that remembers what was filed."""
+    import json
+    import os
+    import sys
+
+    alert = tmp_path / "alert"
+    alert.mkdir()
+    alarms = [{"title": "gpuenv: a regressed at run r1", "body": "numbers"}, {"title": "gpuenv: b stopped after run r0", "body": "why"}]
+    (alert / "alarms.json").write_text(json.dumps(alarms))
+    bin_dir, log = tmp_path / "bin", tmp_path / "gh.log"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text(f"""#!{sys.executable}
+import json, sys
+log = {str(log)!r}
+calls = [json.loads(line) for line in open(log)] if __import__("os").path.exists(log) else []
+args = sys.argv[1:]
+with open(log, "a") as f:
+    f.write(json.dumps(args) + "\\n")
+if args[:2] == ["issue", "list"]:
+    made = [c[c.index("--title") + 1] for c in calls if c[:2] == ["issue", "create"]]
+    print(json.dumps([{{"title": t}} for t in made]))
+""")
+    gh.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    for _ in range(2):  # the second night finds both filed
+        r = subprocess.run([sys.executable, str(ROOT / "tools" / "post_alarms.py"), str(alert)], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+    created = [json.loads(line) for line in log.read_text().splitlines() if json.loads(line)[:2] == ["issue", "create"]]
+    assert [c[c.index("--title") + 1] for c in created] == [a["title"] for a in alarms]
+    assert all("--label" in c and "benchmark-alert" in c for c in created)
+    assert "2 already there" in r.stdout

@@ -107,6 +107,7 @@ def regressions(
     paths: Annotated[list[str] | None, typer.Argument(help="result directories (default: results/)")] = None,
     min_change: Annotated[float, typer.Option("--min-change", help="smallest relative change reported")] = 0.05,
     by_version: Annotated[str | None, typer.Option("--by-version", help="order each history by this library's version, e.g. brax")] = None,
+    alert: Annotated[str | None, typer.Option("--alert", help="write DIR/summary.md and DIR/alarms.json (new regressions, stopped series) for a workflow to post")] = None,
 ) -> None:
     """Change points in each case's history (lower steps/s or longer time-to-reward = regression)."""
     from gpuenv.history.load import load_records
@@ -130,6 +131,15 @@ def regressions(
     console.print(f"{len(found)} change point(s) in {search.histories} case histories ({search.records} records)")
     for line in search.blind_lines():
         console.print(f"[yellow]not seen[/] {markup(line)}")
+    if alert is not None:
+        from gpuenv.history.alert import write
+
+        where = out_dir(alert)
+        try:
+            alarms = write(search, where)
+        except OSError as e:
+            raise UserError(f"--alert {alert}: cannot write there: {os_error_text(e)}") from None
+        console.print(f"{len(alarms)} alarm(s) written to {markup(where / 'alarms.json')} and {markup(where / 'summary.md')}")
 
 
 @app.command()

@@ -375,6 +375,7 @@ def ab(
     threshold: Annotated[float, typer.Option("--threshold", help="smallest change (fraction) called a regression or improvement")] = 0.05,
     out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<ab id>/A/ and OUT/<ab id>/B/")] = "results/ab",
     json_out: Annotated[bool, typer.Option("--json", help="print the verdicts as JSON (one object) instead of the table")] = False,
+    md_out: Annotated[bool, typer.Option("--markdown", help="print the verdicts as a Markdown table (a PR comment) instead")] = False,
 ) -> None:
     """Compare two sides interleaved (A B B A ...), case by case: a verdict per case from paired blocks; exit 1 on a regression."""
     from gpuenv.history import ab as abm
@@ -384,6 +385,8 @@ def ab(
     from gpuenv.run.runner import INTERRUPT, RunStopped
 
     check_threshold(threshold)
+    if json_out and md_out:
+        raise UserError("--json and --markdown: choose one output")
     if not 3 <= blocks <= 1000:
         raise UserError(f"--blocks {blocks}: give 3 or more paired blocks (8 is the default; more narrow the interval)")
     sides = [abm.parse_side(side_a), abm.parse_side(side_b)]
@@ -395,7 +398,7 @@ def ab(
     ab_id = new_run_id()
     root = prepare_dir(out_dir(out)) / ab_id
     keys = [item.key for item in plan.items]
-    say = err_console if json_out else console
+    say = err_console if json_out or md_out else console
     say.print(f"[bold]gpuenv ab[/] suite [cyan]{markup(plan.suite)}[/]: {len(keys)} cases, {blocks} blocks of A and B "
               f"interleaved (A B B A ...); ab {ab_id}", highlight=False)
     for name, side in zip(abm.SIDES, sides, strict=True):
@@ -422,6 +425,8 @@ def ab(
                "blocks": blocks, "threshold": threshold, "fdr": abm.verdicts.FDR, "machine": abm.machine_line(records),
                "records": str(root), "verdicts": [v.to_dict() for v in found]}
         print(json.dumps(doc, indent=1))
+    elif md_out:
+        print(abm.markdown(found, sides, records, threshold, blocks))
     elif found:
         console.print(_ab_table(found, sides, blocks))
         console.print(abm.summary(found, records, threshold), highlight=False)

@@ -335,3 +335,17 @@ def summary(found: list[verdicts.Verdict], records: list[Record], threshold: flo
     return (f"{len(found)} cases: " + ", ".join(f"{k} {v}" for k, v in n.items())
             + f". Verdicts: q-values by Benjamini-Hochberg over the {tested} case(s) with {verdicts.MIN_PAIRS}+ pairs "
             f"(FDR {100 * verdicts.FDR:g}%), threshold {100 * threshold:g}%. Machine: {machine_line(records)}")
+
+
+def markdown(found: list[verdicts.Verdict], sides: list[Side], records: list[Record], threshold: float, blocks: int) -> str:
+    """The verdicts as a Markdown table (a PR comment, a job summary), with the sides, the method and the machine."""
+    lines = [f"**gpuenv ab**: A = {sides[0].label}, B = {sides[1].label}; {blocks} interleaved blocks per case "
+             "(one worker process of each side per block, A B / B A in turn)", "",
+             "| case | A | B | B/A [95% interval] | pairs | verdict |", "|---|---|---|---|---|---|"]
+    for v in found:
+        ratio = f"{v.ratio:.3f} [{v.ci_low:.3f}-{v.ci_high:.3f}]" if v.ratio is not None else "-"
+        a = f"{v.a:,.0f} {v.unit}" if v.a is not None else "-"
+        b = f"{v.b:,.0f}" if v.b is not None else "-"
+        cell = (f"**{v.label}**" if v.label in (verdicts.REGRESSION, verdicts.IMPROVEMENT) else v.label) + f" ({v.why})"
+        lines.append(f"| {v.case_key} | {a} | {b} | {ratio} | {v.pairs} | {cell.replace('|', '/')} |")
+    return "\n".join([*lines, "", summary(found, records, threshold), ""])

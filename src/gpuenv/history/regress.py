@@ -58,6 +58,8 @@ def describe(key: str, points: list[tuple[float, Record]], cp: ChangePoint) -> l
     sha_b = (after.where.git.sha or "?")[:8]
     if sha_a != sha_b:
         changed.append(f"gpuenv {sha_a}->{sha_b}")
+    if why := machine_moved(points[: cp.index], points[cp.index:]):
+        changed.append(why)
     h = of(after).headline(after)
     metric = _metric(key)
     if metric is not None:
@@ -75,6 +77,24 @@ def describe(key: str, points: list[tuple[float, Record]], cp: ChangePoint) -> l
         "regression" if cp.change < 0 else "improvement",
         ", ".join(changed) or "nothing recorded",
     ]
+
+
+def machine_moved(before: list[tuple[float, Record]], after: list[tuple[float, Record]]) -> str | None:
+    """Where the machine's reference speed (median fingerprint of each side's records) differs beyond
+    its noise across a change point: then the change may be the machine's, said in "what changed"."""
+    from statistics import median
+
+    from gpuenv.measure.fingerprint import differs
+    from gpuenv.measure.fingerprint import of as fingerprint_of
+
+    sides = []
+    for pts in (before, after):
+        fps = [f for _, r in pts if (f := fingerprint_of(r))]
+        if not fps:
+            return None
+        sides.append(min(fps, key=lambda f: abs(f.python_mops.median - median(x.python_mops.median for x in fps))))
+    why = differs(sides[0], sides[1])
+    return f"machine speed {why} (the change may be the machine's)" if why else None
 
 
 @dataclass(frozen=True)
