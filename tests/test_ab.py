@@ -159,3 +159,39 @@ def test_ab_of_a_revision_runs_that_commit_and_an_aa_is_quiet(cli, tmp_path):
     assert (exported / "src" / "gpuenv" / "__init__.py").is_file()
     rec = json.loads(next((tmp_path / "out").glob("*/B/*/fake-ok-cartpole-n2.json")).read_text())
     assert rec["where"]["git"] == {"sha": head, "dirty": False}
+
+
+def test_ctrl_c_in_ab_keeps_both_sides_records_and_leaves_no_worker(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    suite = write_suite(tmp_path / "hang.toml", SUITE.replace('backends = ["fake:ok"]', 'backends = ["fake:hang"]').replace(
+        'tasks = ["cartpole", "halfcheetah"]', 'tasks = ["cartpole"]'))
+    pidfile = tmp_path / "child.pid"
+    with open(tmp_path / "err.log", "w") as e:
+        proc = subprocess.Popen([sys.executable, "-m", "gpuenv", "ab", ".", ".", "--suite", str(suite), "--blocks", "3",
+                                 "--out", str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=e,
+                                env={**os.environ, "GPUENV_FAKE_CHILD_PIDFILE": str(pidfile)})
+        deadline = time.time() + 300
+        while not pidfile.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        worker, child = map(int, pidfile.read_text().split())
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    err = (tmp_path / "err.log").read_text()
+    assert proc.returncode == 130 and "interrupted by Ctrl-C (SIGINT)" in err and "Traceback" not in err, err
+    recs = {p.parent.parent.name: json.loads(p.read_text()) for p in (tmp_path / "out").rglob("*.json")}
+    assert set(recs) == {"A", "B"} and all(r["failure"]["reason"] == "interrupted by Ctrl-C (SIGINT)" for r in recs.values())
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+
+    for pid in (worker, child):  # the hanging worker and the process it started are gone
+        deadline = time.time() + 10
+        while alive(pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not alive(pid), pid

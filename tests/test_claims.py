@@ -175,10 +175,12 @@ def test_decide_answers_the_course_question_from_this_machines_records(cli):
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
     assert "row: budget < 50M steps: CPU is fine" in out
-    assert re.search(r"answer: envpool:\w+ \(\d+ envs\): [\d.]+ (min|h) on this machine", out), out
+    # the published records measured no learn phase: stepping only, and said so; the machine named
+    assert re.search(r"answer: envpool:\w+ \(\d+ envs\): [\d.]+ (min|h) of stepping on the records' machine \(Intel", out), out
+    assert "training not predicted" in out and "on this machine" not in out
     assert "needs GPU measurements:" in out and "brax:generalized" in out and "mjx:jax" in out
     table = r.stdout.split("row:")[0]
-    assert "gymnasium:subproc" in table and "wall-clock to budget" in table
+    assert "gymnasium:subproc" in table and "stepping to budget" in table
     old = cli("decide", "--task", "halfcheetah", "--budget", "50M", "--results", str(PUBLISHED))  # the old spelling still works
     assert old.returncode == 0 and old.stdout == r.stdout
 
@@ -200,6 +202,67 @@ def test_decide_lands_in_each_row_of_the_table(published_records, task, budget, 
     assert d.options and all(o.rate > 0 for o in d.options)
     if budget == 10**9:
         assert any("this machine measured no backend on a GPU" in w for w in d.why)
+
+
+def with_learn(record: dict, learn: float, inference: float | None = None) -> dict:
+    """A throughput record given +inference and learn phases (rates with +-5% intervals)."""
+    r = copy.deepcopy(record)
+    def phase(rate):
+        return {"env_steps_per_s": {"median": rate, "ci_low": 0.95 * rate, "ci_high": 1.05 * rate, "rel_half_width": 0.05,
+                                    "n_values": 9, "n_processes": 3, "confidence": 0.95},
+                "how": "test", "details": {"definition": "suites/ppo.toml case test"}}
+    phases = r["summary"].setdefault("phases", {}) or {}
+    r["summary"]["phases"] = {**phases, "learn": phase(learn), **({"inference": phase(inference)} if inference else {})}
+    r["settings"]["phases"] = sorted(set(r["settings"].get("phases", [])) | {"learn", "inference"})
+    return r
+
+
+def write_records(folder: Path, records: list[dict]) -> Path:
+    from gpuenv.results.store import prepare_dir, write_record
+
+    d = prepare_dir(folder)
+    for r in records:
+        write_record(d, r)
+    return folder
+
+
+def test_decide_predicts_training_from_its_parts(cli, tmp_path):
+    run = PUBLISHED / "20261203T221232Z-6a690a"
+    recs = [load(p) for p in sorted(run.glob("*.json"))]
+    hc = next(r for r in recs if r["case_key"] == "envpool-sync-halfcheetah-n8")
+    inference = hc["summary"]["phases"]["inference"]["env_steps_per_s"]["median"]
+    recs = [with_learn(r, 2000.0) if r is hc else r for r in recs]
+    folder = write_records(tmp_path / "run", recs)
+    records, _ = load_records([folder])
+    d = decide("halfcheetah", 50_000_000, 1, records)
+    o = next(o for o in d.options if o.selector == "envpool:sync")
+    mid, lo, hi = o.predicted_s(50_000_000, 1)
+    assert mid == pytest.approx(o.fixed_s + 50e6 * (1 / inference + 1 / 2000.0))
+    assert lo < mid < hi and o.parts.num_envs == 8 and o.parts.rate < min(inference, 2000.0)
+    # the decision ranks by training where predicted: envpool:sync, the only option with parts
+    assert d.answer.startswith("envpool:sync: trains 1 x 50,000,000 steps in") and "SB3 PPO, suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1" in d.answer
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(folder))
+    out = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "PPO training = startup+compile + steps x (1/collection + 1/learning)" in out, out
+
+
+def test_the_training_model_is_checked_against_time_to_reward_on_the_same_machine(tmp_path):
+    from gpuenv.decide import model_checks
+
+    ttr_run = PUBLISHED / "20261202T164356Z-a56388"  # ppo-smoke on the AMD VM: cartpole at 8 envs
+    ttr = load(ttr_run / "ppo-sb3-gymnasium-dummy-cartpole-n8.json")
+    amd = load(ONE_RUN / "gymnasium-dummy-cartpole-n8.json")  # a throughput record of the same machine, backend, size
+    intel = load(PUBLISHED / "20261203T221232Z-6a690a" / "gymnasium-dummy-cartpole-n8.json")
+    folder = write_records(tmp_path / "parts", [ttr, with_learn(amd, 3000.0, 9000.0)])
+    other = write_records(tmp_path / "other", [ttr, with_learn(intel, 3000.0, 9000.0)])
+    (check,) = model_checks(load_records([folder])[0])
+    reached = [x for x in ttr["runs"] if x["status"] == "reached"]
+    steps = sorted(x["env_steps_to_threshold"] for x in reached)[len(reached) // 2]
+    assert check.case_key == ttr["case_key"] and check.task == "cartpole" and check.seeds == len(reached)
+    assert check.predicted_s == pytest.approx(steps * (1 / 9000 + 1 / 3000), rel=0.2)
+    assert check.error == pytest.approx(check.predicted_s / check.measured_s - 1)
+    assert check.predicted_lo < check.predicted_s < check.predicted_hi
+    assert model_checks(load_records([other])[0]) == []  # parts of another machine never predict this one's runs
 
 
 @pytest.mark.parametrize("args, msg", [

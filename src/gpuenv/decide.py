@@ -7,11 +7,17 @@ The course ends with a decision table, not a model:
     20+ hyperparameter configs   -> consider EnvPool
     a NeurIPS submission         -> almost surely GPU
 
-This module answers it from measured records of one machine: per backend, the wall-clock to the
-budget (startup and compile included, configs one after another), from its best measured throughput
-on the task and, where time-to-reward records exist, from the rate PPO trained at (simulation plus
-training). It names the row the question lands in and why, the framework to use, and which rows
-this machine's records cannot check (a GPU backend measured only on a CPU).
+This module answers it from measured records of one machine: per backend, the wall-clock to
+*train* for the budget where the records hold its parts, else to step through it (said so). The
+training model (`Parts`) composes one PPO iteration of the shared definition from what a throughput
+case measured apart: collection at its +inference phase's rate (stepping plus the policy's forward
+pass at the trainer's batch) and learning at its learn phase's rate (PPO's update alone, samples
+per second), plus startup and compile once per run: seconds = fixed + steps x (1/collect + 1/learn).
+The interval takes both rates' interval ends together. `model_checks` tests it against every
+time-to-reward record of the same machine, backend, task and size (predicted vs measured training
+seconds to the threshold). It names the machine the records come from, the row the question lands
+in and why, the framework to use, and which rows the records cannot check (a GPU backend measured
+only on a CPU).
 """
 
 from __future__ import annotations
@@ -46,6 +52,37 @@ def parse_steps(text: str) -> int:
     return int(value)
 
 
+@dataclass(frozen=True)
+class Parts:
+    """A PPO iteration's parts for one backend at one num_envs, measured in one throughput record."""
+
+    num_envs: int
+    collect: tuple[float, float, float]  # env steps/s of +inference: median, ci_low, ci_high
+    learn: tuple[float, float, float]  # samples learned/s of learn
+    trainer: str  # the definition both ran (suites/ppo.toml case ...)
+    case_key: str
+
+    def train_s(self, steps: float) -> tuple[float, float, float]:
+        """Seconds to collect and learn `steps` env steps: (median, low, high)."""
+        (c, c_lo, c_hi), (le, le_lo, le_hi) = self.collect, self.learn
+        return steps * (1 / c + 1 / le), steps * (1 / c_hi + 1 / le_hi), steps * (1 / c_lo + 1 / le_lo)
+
+    @property
+    def rate(self) -> float:
+        """Env steps/s of training, collection and learning together."""
+        return 1 / (1 / self.collect[0] + 1 / self.learn[0])
+
+
+def parts_of(r: Record) -> Parts | None:
+    """The training parts one throughput record measured: its +inference and learn phases, of one definition."""
+    rates = of(r).phase_rates(r)
+    c, le = rates.get("inference"), rates.get("learn")
+    if c is None or le is None:
+        return None
+    trainer = f"SB3 PPO, {c.definition}" if c.definition else "SB3 PPO, the shared definition"
+    return Parts(c.num_envs, (c.median, c.ci_low, c.ci_high), (le.median, le.ci_low, le.ci_high), trainer, r.case_key)
+
+
 @dataclass
 class Option:
     selector: str  # backend:variant
@@ -58,9 +95,17 @@ class Option:
     case_key: str
     train_rate: float | None = None  # env steps/s PPO trained at (time-to-reward records)
     ttr: str = ""  # what the time-to-reward records say
+    parts: Parts | None = None  # the training model's parts, where a record of this backend measured them
 
     def wall_s(self, budget: int, configs: int) -> float:
         return configs * (self.fixed_s + budget / self.rate)
+
+    def predicted_s(self, budget: int, configs: int) -> tuple[float, float, float] | None:
+        """Predicted wall-clock to train `configs` x `budget` steps (median, low, high), or None without parts."""
+        if self.parts is None:
+            return None
+        mid, lo, hi = self.parts.train_s(budget)
+        return configs * (self.fixed_s + mid), configs * (self.fixed_s + lo), configs * (self.fixed_s + hi)
 
     def train_wall_s(self, budget: int, configs: int) -> float | None:
         return None if not self.train_rate else configs * (self.fixed_s + budget / self.train_rate)
@@ -77,6 +122,7 @@ class Decision:
     answer: str
     why: list[str] = field(default_factory=list)
     needs_gpu: list[str] = field(default_factory=list)
+    checks: list[ModelCheck] = field(default_factory=list)  # the training model against time-to-reward records
 
 
 def named_by(row: str) -> list[str]:
@@ -136,7 +182,55 @@ def options_for(task: str, records: list[Record]) -> tuple[str, list[Option]]:
             o.train_rate = rates[len(rates) // 2]
     if not best:
         raise UserError(f"no throughput record of task {task!r} on {machine}: run `gpuenv bench --task {task}` first")
+    for r in sorted(recs, key=lambda r: r.created_utc):  # the newest parts of each backend:variant
+        p = parts_of(r) if r.case.label in best else None
+        if p is not None:
+            best[r.case.label].parts = p
     return machine, sorted(best.values(), key=lambda o: -o.rate)
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """The training model against one time-to-reward record of the same machine, backend, task and size."""
+
+    case_key: str  # the time-to-reward record's
+    task: str
+    parts_case: str
+    seeds: int
+    measured_s: float  # training seconds to the threshold (startup, compile and evaluation excluded), median over seeds
+    predicted_s: float  # the model's for the same env steps, median over seeds
+    predicted_lo: float
+    predicted_hi: float
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted_s / self.measured_s - 1
+
+
+def model_checks(records: list[Record]) -> list[ModelCheck]:
+    """Every time-to-reward record with seeds that reached the threshold, predicted from the parts
+    measured on the same machine for its backend:variant, task and num_envs (SB3 trainers only: a
+    native trainer's collection and learning overlap on the device, which these parts do not model)."""
+    from statistics import median
+
+    from gpuenv.measure.fingerprint import machines
+
+    out = []
+    for _, recs in machines([r for r in records if r.status == "ok"]):
+        parts = {}
+        for r in sorted(recs, key=lambda r: r.created_utc):
+            if (p := parts_of(r)) is not None:
+                parts[(r.case.label, r.case.task, r.case.num_envs)] = p
+        for r in recs:
+            trainer, runs = of(r).reached_runs(r)
+            p = parts.get((r.case.label, r.case.task, r.case.num_envs))
+            if not runs or p is None or trainer != "sb3":
+                continue
+            pred = [p.train_s(steps) for steps, _ in runs]
+            out.append(ModelCheck(r.case_key, r.case.task, p.case_key, len(runs), median(s for _, s in runs),
+                                  median(x[0] for x in pred), median(x[1] for x in pred), median(x[2] for x in pred)))
+    return out
 
 
 def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decision:
@@ -147,18 +241,30 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
     from gpuenv.format import duration
 
     def wall(o: Option) -> float:
-        return o.wall_s(budget, configs)
+        """What the decision ranks by: the predicted training wall-clock where the parts were measured,
+        else the stepping wall-clock (far shorter: never ranked against a training prediction)."""
+        p = o.predicted_s(budget, configs)
+        return p[0] if p else o.wall_s(budget, configs)
 
     fastest = min(opts, key=wall)
 
     def quickest(among: list[Option]) -> Option:
-        """Of these options the one that reaches the budget first; the fastest of all where there are none."""
-        return min(among, key=wall, default=fastest)
+        """Of these options the one that trains (else steps) through the budget first; options with a
+        training prediction come before those without; the fastest of all where there are none."""
+        modelled = [o for o in among if o.parts]
+        return min(modelled or among, key=wall, default=fastest)
 
     def line(o: Option) -> str:
+        p = o.predicted_s(budget, configs)
         t = o.train_wall_s(budget, configs)
-        ppo = f"; with PPO training {duration(t)} (time-to-reward records)" if t else ""
-        return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(wall(o))} "
+        if p and o.parts:
+            ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.parts.num_envs} envs "
+                   f"({o.parts.trainer}: collection {o.parts.collect[0]:,.0f} + learning {o.parts.learn[0]:,.0f} steps/s)")
+        elif t:
+            ppo = f"; with PPO training {duration(t)} (time-to-reward records)"
+        else:
+            ppo = "; PPO training not predicted: no +inference and learn phases measured for it"
+        return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} of stepping "
                 f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
 
     why, needs = [], []
@@ -196,11 +302,19 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
             why.append(f"vs {line(o)}")
     if pick.ttr:
         why.append(pick.ttr)
-    answer = f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} on this machine"
+    where = f"on the records' machine ({machine.split(',')[0]})"
+    pred = pick.predicted_s(budget, configs)
+    if pred and pick.parts:
+        answer = (f"{pick.selector}: trains {configs} x {budget:,} steps in {duration(pred[0])} [{duration(pred[1])}-{duration(pred[2])}] "
+                  f"{where}, predicted for {pick.parts.trainer} at {pick.parts.num_envs} envs")
+    else:
+        answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; training not predicted "
+                  "(no +inference and learn phases measured for it)")
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
 
         gpu_backends = ", ".join(b.name for b in default_registry().visible() if b.device == "gpu" and task in b.tasks)
         answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
                   f"this machine's fastest: {answer}")
-    return Decision(task, budget, configs, machine, opts, row, answer, why, needs)
+    checks = [c for c in model_checks(records) if c.task == task]
+    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks)

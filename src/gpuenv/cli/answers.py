@@ -55,13 +55,22 @@ def decide(
     print_skipped(problems)
     d = run_decide(task, steps, configs, records)
     t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
-    for col in ("backend", "envs", "env steps/s", "startup+compile s", "wall-clock to budget", "with PPO training"):
+    for col in ("backend", "envs", "env steps/s", "startup+compile s", "stepping to budget", "PPO training, predicted [interval]"):
         t.add_column(col)
     for o in d.options:
-        tw = o.train_wall_s(steps, configs)
+        p = o.predicted_s(steps, configs)
+        ppo = f"{duration(p[0])} [{duration(p[1])}-{duration(p[2])}] at {o.parts.num_envs} envs" if p and o.parts else "-"
         t.add_row(o.selector, str(o.num_envs), f"{o.rate:,.0f} ({o.ci[0]:,.0f}-{o.ci[1]:,.0f})", f"{o.fixed_s:.1f}",
-                  duration(o.wall_s(steps, configs)), duration(tw) if tw else "-")
+                  duration(o.wall_s(steps, configs)), ppo)
     console.print(t)
+    trainers = sorted({o.parts.trainer for o in d.options if o.parts})
+    if trainers:
+        console.print(f"[dim]PPO training = startup+compile + steps x (1/collection + 1/learning), from each backend's +inference "
+                      f"and learn phases; trainer: {markup('; '.join(trainers))}[/]", highlight=False)
+    for c in d.checks:
+        console.print(f"model check: {markup(c.case_key)}: predicted {duration(c.predicted_s)} [{duration(c.predicted_lo)}-"
+                      f"{duration(c.predicted_hi)}] of training to the threshold, measured {duration(c.measured_s)} "
+                      f"(median of {c.seeds} seeds): error {100 * c.error:+.0f}%", highlight=False)
     console.print(f"[bold]row[/]: {markup(d.row)}", highlight=False)
     console.print(f"[bold]answer[/]: {markup(d.answer)}", highlight=False)
     for w in d.why:

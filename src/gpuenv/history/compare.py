@@ -24,6 +24,7 @@ from gpuenv.results.schema import Record
 
 FASTER, SLOWER, SAME = "faster", "slower", "no detectable change"
 NOISE = "within this machine's run-to-run noise"
+MEMORY_NOISE = 0.02  # a memory peak that moved less than this is no change (PSS of identical runs moves ~0.1%)
 LESS, MORE = "less memory", "more memory"
 
 
@@ -130,8 +131,10 @@ def memory_rows(old: Record, new: Record, threshold: float) -> list[Row]:
         if not a or not b:
             continue
         r = stats.ratio([[v] for v in b], [[v] for v in a])
-        # one worker a side has no spread to tell a change from noise: no verdict then
-        verdict = SAME if min(len(a), len(b)) < 2 else LESS if r.ci_high < 1 else (MORE if r.ci_low > 1 else SAME)
+        # one worker a side has no spread to tell a change from noise: no verdict then; nor below
+        # MEMORY_NOISE, where page accounting moves between identical runs (0.1% here) with tight intervals
+        verdict = SAME if min(len(a), len(b)) < 2 or abs(r.median - 1) < MEMORY_NOISE else (
+            LESS if r.ci_high < 1 else (MORE if r.ci_low > 1 else SAME))
         change = 1 / r.median - 1  # + = better (less memory)
         regressed = verdict == MORE and r.median - 1 > threshold
         o, n = float(stats.upper_median(a) or 0.0), float(stats.upper_median(b) or 0.0)

@@ -90,6 +90,17 @@ class StepRate:
 
 
 @dataclass(frozen=True)
+class PhaseRate:
+    """One phase of a case measured apart: env steps (or, for `learn`, samples learned) per second."""
+
+    median: float
+    ci_low: float
+    ci_high: float
+    num_envs: int
+    definition: str  # the trainer definition it ran ("" where none: stepping phases)
+
+
+@dataclass(frozen=True)
 class Metric:
     """A lower-is-better quantity every worker of a case measures beside the headline."""
 
@@ -201,6 +212,16 @@ class Mode(Generic[R]):
         """The stepping rate an ok record measured, or None where the mode measures something else
         (claims, decide and the site's scaling figures ask this, never the mode's name)."""
         return None
+
+    def phase_rates(self, record: R) -> dict[str, PhaseRate]:
+        """phase -> its rate with interval and what it ran, per phase an ok record measured apart with a
+        number ({} where the mode measures no phases): the parts of `gpuenv decide`'s training model."""
+        return {}
+
+    def reached_runs(self, record: R) -> tuple[str | None, list[tuple[float, float]]]:
+        """(the trainer, [(env steps to the threshold, training seconds to it)] per seed that reached
+        it; training seconds exclude startup, compile and evaluation); (None, []) where the mode trains nothing."""
+        return None, []
 
     def training_rates(self, record: R) -> list[float]:
         """Env steps/s each training run of an ok record reached (per seed); [] where the mode trains nothing."""

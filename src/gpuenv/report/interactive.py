@@ -289,29 +289,35 @@ BUDGETS = (1_000_000, 10_000_000, 50_000_000, 1_000_000_000)
 def decision_page(records: list[Record], root: Path, css: str) -> Path:
     from gpuenv.decide import decide
     from gpuenv.errors import UserError
+    from gpuenv.format import duration
     from gpuenv.tasks import task_rank
 
     tasks = sorted({r.case.task for r in records if of(r).step_rate(r) is not None}, key=task_rank)
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
-             "almost surely GPU), answered from the records of one machine per task: wall-clock to the budget per backend, "
-             "startup and compile included, as `gpuenv decide --task T --budget STEPS [--configs K]` prints it.</p>"]
+             "almost surely GPU), answered from the records of one machine per task: per backend the predicted wall-clock to "
+             "train for the budget (startup and compile, then collection at its +inference rate and learning at its learn rate: "
+             "the shared PPO definition), or, where those parts were not measured, to step through it (said so), as "
+             "`gpuenv decide --task T --budget STEPS [--configs K]` prints it.</p>"]
     for task in tasks:
         rows = []
         fig_traces: dict[str, list[float]] = defaultdict(list)
         machine = ""
         needs: list[str] = []
+        checks: list = []
         for budget, configs in [*((b, 1) for b in BUDGETS), (10_000_000, 20)]:
             try:
                 d = decide(task, budget, configs, records)
             except UserError as e:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue
-            machine, needs = d.machine, d.needs_gpu
+            machine, needs, checks = d.machine, d.needs_gpu, d.checks
             rows.append([f"{configs} x {budget:,}", d.row, d.answer, d.why[0] if d.why else ""])
             if configs == 1:
                 for o in d.options:
-                    fig_traces[o.selector].append(o.wall_s(budget, 1) / 3600)
+                    pred = o.predicted_s(budget, 1)
+                    name = f"{o.selector} ({'PPO training, predicted' if pred else 'stepping only'})"
+                    fig_traces[name].append((pred[0] if pred else o.wall_s(budget, 1)) / 3600)
         traces = [{"type": "bar", "name": attr(sel), "x": [f"{b:,}" for b in BUDGETS][:len(v)], "y": v,
                    "hovertemplate": f"{attr(sel)}: %{{y:.3g}} h to %{{x}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
         parts.append(f"<h2>{attr(task)}</h2><p class='note'>records of {attr(machine)}</p>")
@@ -320,6 +326,9 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
             parts.append(figure(f"decision-{slug(task)}", traces, {
                 "title": {"text": f"{attr(task)}: hours to the budget (one run)"}, "barmode": "group",
                 "yaxis": {"title": {"text": "hours (log)"}, "type": "log"}, "xaxis": {"title": {"text": "env steps"}}}))
+        parts += [f"<p class='note'>Model check: {attr(c.case_key)}: predicted {duration(c.predicted_s)} "
+                  f"[{duration(c.predicted_lo)}-{duration(c.predicted_hi)}] of training to the threshold, measured "
+                  f"{duration(c.measured_s)} (median of {c.seeds} seeds): error {100 * c.error:+.0f}%</p>" for c in checks]
         parts += [f"<p class='note'>Needs GPU measurements: {attr(n)}</p>" for n in needs]
     path = root / "decision.html"
     path.write_text(page("".join(parts), css, ""))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuenv.modes.base import Headline, Mode, Plan, StepRate
+from gpuenv.modes.base import Headline, Mode, PhaseRate, Plan, StepRate
 
 if TYPE_CHECKING:
     from gpuenv.modes.throughput.record import ThroughputRecord
@@ -77,6 +77,11 @@ class Throughput(Mode["ThroughputRecord"]):
     def phase_ratios(self, record: ThroughputRecord) -> dict[str, tuple[float, float, float]]:
         phases = record.summary.phases if record.summary else {}
         return {name: (r.median, r.ci_low, r.ci_high) for name, p in phases.items() if (r := p.vs_step_reset)}
+
+    def phase_rates(self, record: ThroughputRecord) -> dict[str, PhaseRate]:
+        phases = record.summary.phases if record.status == "ok" and record.summary else {}
+        return {name: PhaseRate(e.median, e.ci_low, e.ci_high, record.case.num_envs, str(p.details.get("definition", "")))
+                for name, p in phases.items() if (e := p.env_steps_per_s)}
 
     def device(self, record: ThroughputRecord) -> str | None:
         return record.what.device

@@ -11,6 +11,10 @@ with the same protocol (gpuenv.measure.timing: compile chunk, calibration, warm-
   inference   + the shared PPO policy's forward pass every step (batch = num_envs) on the policy's
               device, its sampled actions stepping the env (SB3's rollout step without the rollout
               buffer, callbacks and value bootstrap of truncated episodes: those are in `update`)
+  learn       the learning alone: SB3 PPO's update (n_epochs over the rollout buffer in minibatches)
+              run again and again over one collected rollout; its rate is samples learned per
+              second, a cost of the network, batch, epochs and device, not of the simulator (the
+              wall-clock model of `gpuenv decide` adds it to the collection rate of +inference)
   update      + learning: SB3 PPO.learn, one PPO update (n_epochs of minibatches) per rollout of
               n_steps per env; one chunk is one rollout and its update
 
@@ -32,15 +36,17 @@ from gpuenv.backends.base import Case, action_pool
 from gpuenv.backends.spec import NativeTask
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
 
-PHASES = ("step", "step+reset", "vecenv", "inference", "update")
+PHASES = ("step", "step+reset", "vecenv", "inference", "learn", "update")
+POLICY_PHASES = ("vecenv", "inference", "learn", "update")
 MAIN = "step+reset"
 EXTRA = tuple(p for p in PHASES if p != MAIN)
 SHARED_PPO_SUITE = "ppo"  # the suite whose sb3 case of a task is the shared PPO definition
-HEADERS = {"step": "step", "step+reset": "step+reset", "vecenv": "vecenv", "inference": "+inference", "update": "+update"}
+HEADERS = {"step": "step", "step+reset": "step+reset", "vecenv": "vecenv", "inference": "+inference", "learn": "learn",
+           "update": "+update"}
 LEGEND = (
     "step: resets suppressed (time limit removed, task without termination); step+reset: the case itself; "
     "vecenv: through the shared PPO trainer's VecEnv stack, random actions; +inference: the shared policy's "
-    "forward pass picks every action; +update: SB3 PPO.learn (rollout buffer, value bootstrap and one update per rollout); reset us/env: the wall-clock "
+    "forward pass picks every action; learn: PPO's update alone, samples learned per second; +update: SB3 PPO.learn (rollout buffer, value bootstrap and one update per rollout); reset us/env: the wall-clock "
     "microseconds one env's reset adds, amortised over the batch"
 )
 
@@ -120,7 +126,7 @@ def spec_for(case: Case, names: tuple[str, ...], sizes: tuple[tuple[str, int], .
     the suite's `phase_ppo` sizes in place of the definition's own (the source says which)."""
     if not names:
         return {}
-    policy_phases = [n for n in names if n in ("vecenv", "inference", "update")]
+    policy_phases = [n for n in names if n in POLICY_PHASES]
     ppo = shared_definition(case.task, case.backend, case.variant) if policy_phases else None
     if ppo is None:
         return {"names": list(names), "ppo": None}
@@ -164,6 +170,25 @@ class _Learn:
 
     def sync(self) -> None:
         pass  # learn() returns after the update's last optimiser step
+
+
+class _LearnOnly:
+    """One chunk = one PPO update over the rollout buffer, filled once by a real rollout (one
+    PPO.learn iteration at setup): the update's cost without the rollout's."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        model.learn(total_timesteps=model.n_steps * model.n_envs, reset_num_timesteps=False)  # fills the buffer (and trains once)
+
+    def run(self, loops: int) -> None:
+        for _ in range(loops):
+            self.model.train()
+
+    def sync(self) -> None:
+        if self.model.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
 
 
 class _Policy:
@@ -250,7 +275,14 @@ def measure_phases(
                 if isinstance(policy, Exception):
                     raise policy
                 details = policy.details
-                if name == "update":
+                if name == "learn":
+                    stepper = _LearnOnly(policy.model)
+                    chunk = policy.model.n_steps
+                    run_settings = replace(settings, warmups=0)
+                    how = (f"SB3 PPO's update alone (n_epochs={policy.model.n_epochs}, batch_size={policy.model.batch_size}) over "
+                           f"one rollout of n_steps={chunk} x {case.num_envs} envs, again and again; policy on "
+                           f"{policy.model.device.type}; rate = samples learned per second")
+                elif name == "update":
                     stepper = _Learn(policy.model)
                     chunk = policy.model.n_steps
                     # the compile chunk and the calibration call are whole PPO iterations already

@@ -62,6 +62,11 @@ class TimeToReward(Mode["TtrRecord"]):
         return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in record.runs
                       if x.env_steps_to_threshold and x.train_time_to_threshold_s)
 
+    def reached_runs(self, record: TtrRecord) -> tuple[str | None, list[tuple[float, float]]]:
+        runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s) for x in record.runs
+                if x.status == "reached" and x.env_steps_to_threshold and x.train_time_to_threshold_s]
+        return record.case.trainer, runs
+
     def page_rows(self, record: TtrRecord) -> list[tuple[str, Any]]:
         return [("trainer", record.what.trainer), ("protocol", record.what.protocol)]
 
