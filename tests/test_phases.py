@@ -176,7 +176,7 @@ def test_phase_summary_reset_cost_and_absent_reasons():
     rec = ThroughputRecord.model_construct(status="ok", run_id="r", summary=ThroughputSummary.model_validate(s),
                                            case=ThroughputCase.model_construct(task="halfcheetah", backend="b", variant="v", num_envs=4))
     md = phases_markdown([rec])
-    assert "| halfcheetah | b:v | 4 | 2,000 (2.00x) | 1,000 (1x) |  | failed | n/a | 500,000.0 |" in md
+    assert "| halfcheetah | b:v | 4 | 2,000 (2.00x) | 1,000 (1x) |  | failed |  | n/a | 500,000.0 |" in md
     assert phase_tables([rec])[0].title.startswith("halfcheetah: where the rate goes")
 
 

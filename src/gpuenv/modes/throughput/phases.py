@@ -275,21 +275,17 @@ def measure_phases(
                 if isinstance(policy, Exception):
                     raise policy
                 details = policy.details
-                if name == "learn":
-                    stepper = _LearnOnly(policy.model)
-                    chunk = policy.model.n_steps
+                if name in ("learn", "update"):
+                    model = policy.model
+                    stepper = _LearnOnly(model) if name == "learn" else _Learn(model)
+                    chunk = model.n_steps
+                    # the compile chunk and the calibration call are whole updates (or iterations) already
                     run_settings = replace(settings, warmups=0)
-                    how = (f"SB3 PPO's update alone (n_epochs={policy.model.n_epochs}, batch_size={policy.model.batch_size}) over "
-                           f"one rollout of n_steps={chunk} x {case.num_envs} envs, again and again; policy on "
-                           f"{policy.model.device.type}; rate = samples learned per second")
-                elif name == "update":
-                    stepper = _Learn(policy.model)
-                    chunk = policy.model.n_steps
-                    # the compile chunk and the calibration call are whole PPO iterations already
-                    run_settings = replace(settings, warmups=0)
-                    how = (f"SB3 PPO.learn: rollouts of n_steps={chunk} per env, each followed by its update "
-                           f"(n_epochs={policy.model.n_epochs}, batch_size={policy.model.batch_size}), policy on "
-                           f"{policy.model.device.type}")
+                    sizes = f"n_epochs={model.n_epochs}, batch_size={model.batch_size}"
+                    how = (f"SB3 PPO's update alone ({sizes}) over one rollout of n_steps={chunk} x {case.num_envs} envs, again "
+                           "and again; rate = samples learned per second" if name == "learn" else
+                           f"SB3 PPO.learn: rollouts of n_steps={chunk} per env, each followed by its update ({sizes})")
+                    how += f"; policy on {model.device.type}"
                 else:
                     chunk, run_settings = case.chunk_steps, settings
                     if name == "vecenv":

@@ -195,6 +195,9 @@ def plan(
     # A backend the suite does not list (e.g. `--backend envpool:async` on a suite with only sync)
     # runs over every matrix entry's tasks and sizes.
     unmatched = [w for w in backends or [] if not any(_matches(s, w) for e in suite.matrix for s in e.backends)]
+    # Likewise a task no entry lists runs under every entry; a task the suite lists runs only where it is listed
+    # (with its entry's sizes and phases), never under another entry's settings.
+    unlisted = [t for t in tasks or [] if not any(t in e.tasks for e in suite.matrix)]
     for entry in suite.matrix:
         selectors: list[str] = list(unmatched)
         for sel in entry.backends:
@@ -204,9 +207,7 @@ def plan(
                 selectors += [w if ":" in w else sel for w in hits]
             else:
                 selectors.append(sel)
-        entry_tasks = [t for t in entry.tasks if not tasks or t in tasks]
-        if tasks:
-            entry_tasks += [t for t in tasks if t not in entry_tasks]
+        entry_tasks = [t for t in entry.tasks if not tasks or t in tasks] + unlisted
         for sel in dict.fromkeys(selectors):
             info, variant = registry.parse(sel)
             variant = variant or info.variants[0]
