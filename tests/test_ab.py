@@ -195,3 +195,17 @@ def test_ctrl_c_in_ab_keeps_both_sides_records_and_leaves_no_worker(tmp_path):
         while alive(pid) and time.time() < deadline:
             time.sleep(0.1)
         assert not alive(pid), pid
+
+
+def test_a_side_that_crashes_where_the_other_ran_fails_ab(cli, tmp_path):
+    suite = write_suite(tmp_path / "fake.toml", SUITE)
+    broken = plant(tmp_path / "broken", "fake", None, task="cartpole")  # B's fake cartpole stepping raises
+    r = cli("ab", ".", str(broken), "--suite", str(suite), "--blocks", "3", "--out", str(tmp_path / "out"), "--json", cwd=ROOT, timeout=600)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    found = {v["case_key"]: v for v in doc["verdicts"]}
+    assert found["fake-ok-cartpole-n2"]["label"] == vd.INSUFFICIENT and "B failed" in found["fake-ok-cartpole-n2"]["why"]
+    assert found["fake-ok-halfcheetah-n2"]["label"] != vd.INSUFFICIENT
+    (line,) = doc["failed"]
+    assert line.startswith("fake-ok-cartpole-n2: B failed where A ran (") and "planted crash" in line
+    assert "failed: fake-ok-cartpole-n2: B failed where A ran" in " ".join(r.stderr.split())

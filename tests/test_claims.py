@@ -237,7 +237,7 @@ def test_decide_predicts_training_from_its_parts(cli, tmp_path):
     d = decide("halfcheetah", 50_000_000, 1, records)
     o = next(o for o in d.options if o.selector == "envpool:sync")
     mid, lo, hi = o.predicted_s(50_000_000, 1)
-    assert mid == pytest.approx(o.fixed_s + 50e6 * (1 / inference + 1 / 2000.0))
+    assert mid == pytest.approx(o.parts.fixed_s + 50e6 * (1 / inference + 1 / 2000.0))  # the startup of the parts' own size
     assert lo < mid < hi and o.parts.num_envs == 8 and o.parts.rate < min(inference, 2000.0)
     # the decision ranks by training where predicted: envpool:sync, the only option with parts
     assert d.answer.startswith("envpool:sync: trains 1 x 50,000,000 steps in") and "SB3 PPO, suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1" in d.answer

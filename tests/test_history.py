@@ -233,7 +233,7 @@ def test_regressions_alert_on_a_new_regression_with_what_reproduces_it(tmp_path,
     assert "95% interval" in body and "run `run19`" in body and "run `run20`" in body and "envpool 0.8.4->1.2.5" in body
     assert f"gpuenv ab {sha[:10]}" not in body  # before the drop the commit was the published one's
     assert "gpuenv bench --suite quick --backend envpool:sync --task halfcheetah --num-envs 8" in body
-    assert f"{sha[:10]} --suite quick --backend envpool:sync" in body and "gpuenv sweep envpool==0.8.4,1.2.5" in body
+    assert f"{sha[:10]} --suite quick --backend envpool:sync" in body and "gpuenv sweep envpool==0.8.4,1.2.5 --suite quick --backend envpool --task halfcheetah" in body
     summary = (tmp_path / "alert" / "summary.md").read_text()
     assert "## gpuenv regressions: 1 alarm(s)" in summary and alarm["title"] in summary
     # a regression found long ago was alerted on then: no alarm now, the summary still written

@@ -316,11 +316,15 @@ def test_bad_input_files_are_one_line(tmp_path, cli):
 
 def test_ctrl_c_during_startup_is_one_line_never_a_traceback(tmp_path):
     """SIGINT at 0.05 s and later, while Python still imports gpuenv's modules. On a busy machine the
-    imports take longer, so the delays go on growing until a signal lands inside gpuenv (the machine's
-    speed decides how many tries that takes, never the outcome)."""
+    imports take longer, so the later delays are fractions of how long `gpuenv list` takes here, now,
+    tried until a signal lands inside gpuenv (the machine's speed decides how many tries that takes,
+    never the outcome)."""
     gpuenv = Path(sys.executable).with_name("gpuenv")
+    t0 = time.perf_counter()
+    subprocess.run([str(gpuenv), "list"], capture_output=True, timeout=300)
+    whole = time.perf_counter() - t0
     said = 0
-    for delay in (0.05, 0.15, 0.3, 0.6, 1.2, 2.4):
+    for delay in (0.05, 0.15, 0.3, *[whole * f for f in (0.5, 0.65, 0.8, 0.9, 0.95)] * 3):
         if said:
             break
         p = subprocess.Popen([str(gpuenv), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -49,7 +49,7 @@ def test_benchmark_runs_nightly_and_by_hand_on_a_gpu_runner_and_commits_records(
     assert "workflow_dispatch" in wf["on"] and wf["on"]["schedule"]
     job = wf["jobs"]["bench"]
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"] and job["if"] == "github.event_name != 'pull_request'"
-    assert job["strategy"]["max-parallel"] == 1
+    assert job["strategy"]["max-parallel"] == 1 and job["concurrency"]["group"] == "gpu-benchmark"
     text = "\n".join(s.get("run", "") for s in job["steps"])
     assert "doctor" in text and "git push origin HEAD:results" in text
 
@@ -87,8 +87,8 @@ def test_benchmark_alerts_and_pull_requests_get_an_interleaved_ab():
 
 def test_weekly_sweep_of_each_backends_recent_releases():
     wf = load("sweep.yml")
-    assert wf["on"]["schedule"] and wf["concurrency"]["group"] == load("benchmark.yml")["concurrency"]["group"]
     job = wf["jobs"]["sweep"]
+    assert wf["on"]["schedule"] and job["concurrency"]["group"] == load("benchmark.yml")["jobs"]["bench"]["concurrency"]["group"]
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"] and job["strategy"]["max-parallel"] == 1
     packages = {m["package"] for m in job["strategy"]["matrix"]["include"]}
     assert {"envpool", "gymnasium", "brax", "mujoco-mjx"} <= packages
@@ -129,4 +129,6 @@ if args[:2] == ["issue", "list"]:
     created = [json.loads(line) for line in log.read_text().splitlines() if json.loads(line)[:2] == ["issue", "create"]]
     assert [c[c.index("--title") + 1] for c in created] == [a["title"] for a in alarms]
     assert all("--label" in c and "benchmark-alert" in c for c in created)
+    labels = [json.loads(line) for line in log.read_text().splitlines() if json.loads(line)[:2] == ["label", "create"]]
+    assert labels and labels[0][2] == "benchmark-alert"  # the label exists before an issue carries it
     assert "2 already there" in r.stdout

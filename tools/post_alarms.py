@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--label", default="benchmark-alert")
     a = p.parse_args(argv)
     alarms = json.loads((a.dir / "alarms.json").read_text())
+    if alarms:  # the label must exist before an issue can carry it (--force: create or leave as is)
+        subprocess.run(["gh", "label", "create", a.label, "--force", "--description", "gpuenv's nightly benchmark alerts"],
+                       capture_output=True, text=True, check=False)
     posted = 0
     for alarm in alarms:
         if filed(alarm["title"]):

@@ -61,6 +61,7 @@ class Parts:
     learn: tuple[float, float, float]  # samples learned/s of learn
     trainer: str  # the definition both ran (suites/ppo.toml case ...)
     case_key: str
+    fixed_s: float = 0.0  # startup + compile of that record (at its num_envs)
 
     def train_s(self, steps: float) -> tuple[float, float, float]:
         """Seconds to collect and learn `steps` env steps: (median, low, high)."""
@@ -80,7 +81,9 @@ def parts_of(r: Record) -> Parts | None:
     if c is None or le is None:
         return None
     trainer = f"SB3 PPO, {c.definition}" if c.definition else "SB3 PPO, the shared definition"
-    return Parts(c.num_envs, (c.median, c.ci_low, c.ci_high), (le.median, le.ci_low, le.ci_high), trainer, r.case_key)
+    step = of(r).step_rate(r)
+    return Parts(c.num_envs, (c.median, c.ci_low, c.ci_high), (le.median, le.ci_low, le.ci_high), trainer, r.case_key,
+                 step.fixed_s if step else 0.0)
 
 
 @dataclass
@@ -105,7 +108,8 @@ class Option:
         if self.parts is None:
             return None
         mid, lo, hi = self.parts.train_s(budget)
-        return configs * (self.fixed_s + mid), configs * (self.fixed_s + lo), configs * (self.fixed_s + hi)
+        fixed = self.parts.fixed_s  # the startup and compile of the size the parts were measured at
+        return configs * (fixed + mid), configs * (fixed + lo), configs * (fixed + hi)
 
     def train_wall_s(self, budget: int, configs: int) -> float | None:
         return None if not self.train_rate else configs * (self.fixed_s + budget / self.train_rate)
@@ -246,13 +250,16 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
         p = o.predicted_s(budget, configs)
         return p[0] if p else o.wall_s(budget, configs)
 
-    fastest = min(opts, key=wall)
+    def first(among: list[Option]) -> Option:
+        modelled = [o for o in among if o.parts]  # a training prediction is never ranked against a stepping time
+        return min(modelled or among, key=wall)
+
+    fastest = first(opts)
 
     def quickest(among: list[Option]) -> Option:
         """Of these options the one that trains (else steps) through the budget first; options with a
         training prediction come before those without; the fastest of all where there are none."""
-        modelled = [o for o in among if o.parts]
-        return min(modelled or among, key=wall, default=fastest)
+        return first(among) if among else fastest
 
     def line(o: Option) -> str:
         p = o.predicted_s(budget, configs)
@@ -302,7 +309,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
             why.append(f"vs {line(o)}")
     if pick.ttr:
         why.append(pick.ttr)
-    where = f"on the records' machine ({machine.split(',')[0]})"
+    where = f"on the records' machine ({machine.split(', reference speed')[0]})"
     pred = pick.predicted_s(budget, configs)
     if pred and pick.parts:
         answer = (f"{pick.selector}: trains {configs} x {budget:,} steps in {duration(pred[0])} [{duration(pred[1])}-{duration(pred[2])}] "
@@ -317,4 +324,10 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
         answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
                   f"this machine's fastest: {answer}")
     checks = [c for c in model_checks(records) if c.task == task]
+    if pred and checks:
+        errs = sorted(100 * c.error for c in checks)
+        answer += (f"; the interval is the parts' measurement noise only: the model missed this machine's "
+                   f"time-to-reward runs by {errs[0]:+.0f}% to {errs[-1]:+.0f}%")
+    elif pred:
+        answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
     return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks)

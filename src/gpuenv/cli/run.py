@@ -300,6 +300,10 @@ def sweep(
     pins = parse_with(with_ or [])
     name = sw.swept_backend(package, backend)
     load_any(suite, default_registry())  # a bad suite name fails here, before any environment is built
+    from gpuenv.run.plan import bench_plan
+
+    # the interleaved plan too (bad filters fail before any environment is built); the sets' environments have the library
+    bp = None if one_after_another else bench_plan(suite, backends=[name], tasks=task, here=False)
     sweep_id = new_run_id()
     bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
     sets = [sw.version_set(package, v, pins, name.split(":")[0]) for v in versions]
@@ -316,11 +320,9 @@ def sweep(
         if one_after_another:
             sw.run(vs, sweep_id, bench_args, out)
     ready = [vs for vs in sets if vs.status == "ready"]
-    if not one_after_another and ready:
-        from gpuenv.run.plan import bench_plan
+    if bp is not None and ready:
         from gpuenv.run.runner import INTERRUPT
 
-        bp = bench_plan(suite, backends=[name], tasks=task)
         records: list[Record] = []
         with case_progress(bp.mode, [it.key for it in bp.plan.items], records, per_case=len(ready)) as on_event, interruptible():
             try:
@@ -391,7 +393,8 @@ def ab(
         raise UserError(f"--blocks {blocks}: give 3 or more paired blocks (8 is the default; more narrow the interval)")
     sides = [abm.parse_side(side_a), abm.parse_side(side_b)]
     only = abm.swept_backend(sides, backend)
-    bp = bench_plan(suite, backends=backend or ([only] if only else None), tasks=task, num_envs=num_envs)
+    bp = bench_plan(suite, backends=backend or ([only] if only else None), tasks=task, num_envs=num_envs,
+                    here=not all(s.kind == "version set" for s in sides))  # two version sets: their environments have the library
     mode, plan = bp.mode, bp.plan
     for side in sides:
         abm.prepare(side, only)
@@ -423,7 +426,7 @@ def ab(
         doc = {"ab": ab_id, "sides": {n: {"spec": s.spec, "label": s.label, "kind": s.kind, "git": s.git}
                                        for n, s in zip(abm.SIDES, sides, strict=True)},
                "blocks": blocks, "threshold": threshold, "fdr": abm.verdicts.FDR, "machine": abm.machine_line(records),
-               "records": str(root), "verdicts": [v.to_dict() for v in found]}
+               "records": str(root), "verdicts": [v.to_dict() for v in found], "failed": abm.failed_sides(done)}
         print(json.dumps(doc, indent=1))
     elif md_out:
         print(abm.markdown(found, sides, records, threshold, blocks))
@@ -434,8 +437,12 @@ def ab(
     if interrupted:
         raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the records written so far are kept in {root}")
     regressed = [v for v in found if v.label == abm.verdicts.REGRESSION]
+    failed = abm.failed_sides(done)
+    for line in failed:
+        err_console.print(f"failed: {markup(line)}", highlight=False)
     if regressed:
         err_console.print(f"regression: {', '.join(v.case_key for v in regressed)} (B worse than A beyond {100 * threshold:g}%, significant)")
+    if regressed or any(": B failed" in line for line in failed):
         raise typer.Exit(EXIT_CASE_FAILED)
 
 

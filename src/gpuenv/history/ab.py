@@ -46,8 +46,22 @@ class Side:
     version_set: Any = None  # gpuenv.history.sweep.VersionSet once prepared
 
 
-def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(envs.ROOT), *args], capture_output=True, text=True, timeout=60)
+def _git(*args: str, where: Path = envs.ROOT) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UserError(f"git {' '.join(args[:2])} failed ({e}); a git revision as a side needs git and this repository's history") from None
+
+
+def checkout_git(folder: Path) -> dict:
+    """where.git of a checkout side: its own commit where the folder is the top of a git work tree
+    (dirty when anything tracked changed), else unknown: never an enclosing repository's commit."""
+    top = _git("rev-parse", "--show-toplevel", where=folder)
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != folder.resolve():
+        return {"sha": None, "dirty": None}
+    sha = _git("rev-parse", "HEAD", where=folder).stdout.strip() or None
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no", where=folder).stdout.strip())
+    return {"sha": sha, "dirty": dirty}
 
 
 def parse_side(spec: str) -> Side:
@@ -66,7 +80,7 @@ def parse_side(spec: str) -> Side:
     if path.is_dir():
         if not (path / "src" / "gpuenv" / "__init__.py").is_file():
             raise UserError(f"side {spec!r}: a folder, but not a gpuenv checkout (no src/gpuenv/__init__.py in it)")
-        return Side(spec, "checkout", f"checkout {path}", git_sha(path.resolve()), src=(path / "src").resolve())
+        return Side(spec, "checkout", f"checkout {path}", checkout_git(path), src=(path / "src").resolve())
     r = _git("rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
     if r.returncode != 0:
         raise UserError(f"side {spec!r} is not a git revision of this repository, a gpuenv checkout folder, '.' (this working tree) "
@@ -104,10 +118,18 @@ def export_revision(sha: str) -> Path:
         if r.returncode != 0:
             raise UserError(f"git archive {sha[:10]} failed: {envs.last_line(r.stderr.decode(errors='replace'))}")
         with tarfile.open(archive) as t:
-            t.extractall(tmp / "tree", filter="data")
+            try:
+                t.extractall(tmp / "tree", filter="data")
+            except TypeError:  # Python before 3.11.4 has no extraction filters: this repository's own tree is trusted
+                t.extractall(tmp / "tree")
         (tmp / "tree" / envs.READY).write_text(sha + "\n")
-        shutil.rmtree(where, ignore_errors=True)
-        os.replace(tmp / "tree", where)
+        if not (where / envs.READY).exists():  # another run may have exported it meanwhile: theirs stands
+            shutil.rmtree(where, ignore_errors=True)
+            try:
+                os.replace(tmp / "tree", where)
+            except OSError:
+                if not (where / envs.READY).exists():
+                    raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return where
@@ -215,6 +237,7 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
     sequence = " ".join("".join(letters[s % 26] for s in block_order(b, k)) for b in range(blocks))  # side j is letter j
     for i, item in enumerate(plan.items):
+        INTERRUPT.check()  # a signal between cases (during an environment build, say): stop before the next
         item = mode.with_processes(item, blocks)
         on_event(CaseStart(i, item))
         here = case_where(base)  # one fingerprint for the case: both sides run in the same minutes
@@ -224,9 +247,13 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
         with scratch() as tmp:
             try:
                 hows = [side_launcher(s, item.backend, launchers) for s in sides]
+                refused = [(names[j], how) for j, how in enumerate(hows) if isinstance(how, UserError)]
                 for j, how in enumerate(hows):
                     if isinstance(how, UserError):
                         outcomes[j].append(Outcome(0, None, failure("refused", str(how), 0)))
+                    elif refused:  # paired or not at all: this side is not run alone
+                        name, why = refused[0]
+                        outcomes[j].append(Outcome(0, None, failure("refused", f"not run: side {name} cannot run this case ({why})", 0)))
                     else:
                         (Path(tmp) / str(j)).mkdir()
                         wheres[j] = backend_where(here, how, Path(tmp) / str(j), env_where)
@@ -273,10 +300,10 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
 
 
 def evidence(mode_of: Callable[[Record], Any], a: Record, b: Record) -> verdicts.Evidence:
-    """The complete pairs of one case: block i of A with block i of B, where both measured."""
+    """The complete pairs of one case: block i of A with block i of B, where both measured (the
+    blocks a failed or interrupted record finished count too)."""
     mode = mode_of(b if b.status == "ok" else a)
-    va = mode.process_values(a) if a.status == "ok" else {}
-    vb = mode.process_values(b) if b.status == "ok" else {}
+    va, vb = mode.process_values(a), mode.process_values(b)
     both = sorted(set(va) & set(vb))
     missing = []
     for name, r, v in (("A", a, va), ("B", b, vb)):
@@ -294,6 +321,17 @@ def evidence(mode_of: Callable[[Record], Any], a: Record, b: Record) -> verdicts
 def _unit(mode: Any, r: Record) -> tuple[str, bool]:
     h = mode.headline(r)
     return h.unit, h.higher_is_better
+
+
+def failed_sides(pairs: list[tuple[Record, Record]]) -> list[str]:
+    """One line per case where B failed while A ran (a crash the change brought: `ab` exits 1), or the reverse."""
+    out = []
+    for a, b in pairs:
+        for name, r, other in (("B", b, a), ("A", a, b)):
+            if r.status == "failed" and other.status == "ok":
+                out.append(f"{r.case_key}: {name} failed where {'A' if name == 'B' else 'B'} ran "
+                           f"({r.failure.kind.value if r.failure else 'failed'}: {(r.failure.reason if r.failure else '')[:160]})")
+    return out
 
 
 def analyse(pairs: list[tuple[Record, Record]], threshold: float) -> list[verdicts.Verdict]:

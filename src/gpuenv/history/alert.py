@@ -54,7 +54,8 @@ def regression_alarm(f: Found) -> Alarm:
         checks.append("    " + shlex.join(["gpuenv", "ab", before.where.git.sha[:10], after.where.git.sha[:10], "--suite", after.suite, *filters]))
     for k, (x, y) in moved.items():
         if x and y:
-            checks.append("    " + shlex.join(["gpuenv", "sweep", f"{k}=={x},{y}", "--suite", after.suite]))
+            checks.append("    " + shlex.join(["gpuenv", "sweep", f"{k}=={x},{y}", "--suite", after.suite, "--backend", after.case.backend,
+                                                 "--task", after.case.task]))
     body = "\n".join([
         f"**{case}** changed by **{row[4]}** at run `{after.run_id}` (change point #{f.change.index} of {len(f.points)} "
         f"points, permutation test p={f.change.p_value:.3g}; segment means {row[2]} -> {row[3]}).",

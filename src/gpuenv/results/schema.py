@@ -60,11 +60,12 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str, ta
         "status": status,
         "measurement_mode": mode,
     }
-    tags = {**(record_tags() or {}), **(tags or {})}  # GPUENV_RECORD_TAGS: set by `gpuenv sweep` (the version set)
-    if tags:
-        out["tags"] = tags
-    elif os.environ.get("GPUENV_VERSION_SET"):  # an image built with pinned versions
-        out["tags"] = {"version_set": os.environ["GPUENV_VERSION_SET"], "image": os.environ.get("GPUENV_IMAGE")}
+    given = record_tags()  # GPUENV_RECORD_TAGS: set by `gpuenv sweep` (the version set)
+    if not given and os.environ.get("GPUENV_VERSION_SET"):  # an image built with pinned versions
+        given = {"version_set": os.environ["GPUENV_VERSION_SET"], "image": os.environ.get("GPUENV_IMAGE")}
+    merged = {**(given or {}), **(tags or {})}
+    if merged:
+        out["tags"] = merged
     return out
 
 

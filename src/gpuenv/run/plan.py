@@ -31,11 +31,14 @@ def only_cases(plan: Any, keys: list[str]) -> Any:
 
 
 def bench_plan(suite: str, *, backends: list[str] | None = None, tasks: list[str] | None = None,
-               num_envs: list[int] | None = None, seeds: int | None = None, cases: list[str] | None = None) -> BenchPlan:
-    """The plan of `gpuenv bench`; UserError when a backend asked for is not installed or nothing can run."""
+               num_envs: list[int] | None = None, seeds: int | None = None, cases: list[str] | None = None,
+               here: bool = True) -> BenchPlan:
+    """The plan of `gpuenv bench`; UserError when a backend asked for is not installed or nothing can run.
+    here=False: the workers run in other environments (a sweep's version sets), so what this
+    interpreter lacks is no reason to leave a case out."""
     registry = default_registry()
     for selector in backends or []:  # asked for by name but not installed: say how to install it
-        reason = registry.parse(selector)[0].unavailable_reason()
+        reason = registry.parse(selector)[0].unavailable_reason() if here else None
         if reason:
             raise UserError(reason)
     mode, s = load_any(suite, registry, seeds=seeds)
@@ -45,7 +48,7 @@ def bench_plan(suite: str, *, backends: list[str] | None = None, tasks: list[str
     items: list = []
     unavailable: dict[str, None] = {}
     for item in plan.items:
-        reason = registry.get(item.backend).unavailable_reason() or mode.unavailable(item, registry)
+        reason = (registry.get(item.backend).unavailable_reason() or mode.unavailable(item, registry)) if here else None
         if reason is None:
             items.append(item)
         else:

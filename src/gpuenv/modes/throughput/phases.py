@@ -174,11 +174,21 @@ class _Learn:
 
 class _LearnOnly:
     """One chunk = one PPO update over the rollout buffer, filled once by a real rollout (one
-    PPO.learn iteration at setup): the update's cost without the rollout's."""
+    PPO.learn iteration at setup): the update's cost without the rollout's. Hundreds of updates on
+    one rollout over-fit the policy: close() puts back the weights and the optimiser's state it
+    started from, so the phases after it (+update) run the policy they would have run."""
 
     def __init__(self, model) -> None:
+        import copy
+
         self.model = model
+        self._saved = copy.deepcopy(model.policy.state_dict()), copy.deepcopy(model.policy.optimizer.state_dict())
         model.learn(total_timesteps=model.n_steps * model.n_envs, reset_num_timesteps=False)  # fills the buffer (and trains once)
+
+    def close(self) -> None:
+        weights, optimiser = self._saved
+        self.model.policy.load_state_dict(weights)
+        self.model.policy.optimizer.load_state_dict(optimiser)
 
     def run(self, loops: int) -> None:
         for _ in range(loops):
@@ -298,8 +308,8 @@ def measure_phases(
             try:
                 m = measure_throughput(stepper, num_envs=case.num_envs, chunk_steps=chunk, settings=run_settings, clock=clock)
             finally:
-                if name == "step":
-                    stepper.close()  # its own env (processes, threads): not left running beside the next phase
+                if name in ("step", "learn"):
+                    stepper.close()  # step: its own env (processes, threads); learn: the policy it started from
             out[name] = {
                 "env_steps_per_s": m.env_steps_per_s,
                 "how": how,

@@ -198,6 +198,11 @@ def plan(
     # Likewise a task no entry lists runs under every entry; a task the suite lists runs only where it is listed
     # (with its entry's sizes and phases), never under another entry's settings.
     unlisted = [t for t in tasks or [] if not any(t in e.tasks for e in suite.matrix)]
+    for sel in backends or [] if tasks else []:  # both asked for by name: a task the backend lacks is an error, not a skip
+        for t in tasks or []:
+            info = registry.parse(sel)[0]
+            if registry.why_not(t, info.name):
+                registry.native(t, info.name)
     for entry in suite.matrix:
         selectors: list[str] = list(unmatched)
         for sel in entry.backends:
