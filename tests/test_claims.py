@@ -452,3 +452,22 @@ def test_the_registers_model_says_the_first_mistake_as_before(tmp_path):
     p.write_text("[[claim]]\n" + base + "value=10\n" + chk)
     (c,) = cl.load_register(p)
     assert c.value == 10 and isinstance(c.value, int)  # as written: --json prints 10, not 10.0
+
+
+def test_the_course_rule_beside_the_numbers_and_the_crossover_budget():
+    from gpuenv.decide import ROWS, Option, crossover, versus_rule
+
+    cpu = Option("envpool:sync", 64, 50_000.0, (45_000.0, 55_000.0), 1.0, "cpu", False, "cpu-case")
+    gpu = Option("brax:generalized", 8192, 2_000_000.0, (1.9e6, 2.1e6), 60.0, "gpu", True, "gpu-case")
+    # brax pays 59 s more up front and gains 1/50k - 1/2M s per step: repaid from about 3.0M steps on
+    x = crossover(cpu, gpu, 1)
+    assert x == pytest.approx(59 / (1 / 50_000 - 1 / 2_000_000))
+    assert crossover(gpu, cpu, 1) is None  # the slower one with the larger startup never catches up
+    small = versus_rule(ROWS["small"], cpu, gpu, [cpu, gpu], 10_000_000, 1)
+    assert small[0].startswith("the course's rule (budget < 50M steps: CPU is fine) points to envpool:sync")
+    assert "measured here, brax:generalized is faster" in small[0]
+    assert f"above {x:,.0f} steps per run" in small[1]
+    agree = versus_rule(ROWS["gpu"], gpu, gpu, [cpu, gpu], 10**9, 1)
+    assert "and the numbers agree: brax:generalized is the fastest measured" in agree[0]
+    blind = versus_rule(ROWS["gpu"], cpu, cpu, [cpu], 10**9, 1)
+    assert "cannot be checked here: no GPU simulator was measured on a GPU" in blind[0] and "no crossover budget" in blind[1]

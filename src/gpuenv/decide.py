@@ -127,6 +127,7 @@ class Decision:
     why: list[str] = field(default_factory=list)
     needs_gpu: list[str] = field(default_factory=list)
     checks: list[ModelCheck] = field(default_factory=list)  # the training model against time-to-reward records
+    versus: list[str] = field(default_factory=list)  # the course's rule against the numbers: agreement or not, the crossover
 
 
 def named_by(row: str) -> list[str]:
@@ -237,6 +238,53 @@ def model_checks(records: list[Record]) -> list[ModelCheck]:
     return out
 
 
+def _cost(o: Option, budget: int, configs: int) -> tuple[float, float, str]:
+    """(fixed seconds, seconds per step, what it is) of an option: training where predicted, else stepping."""
+    if o.parts is not None:
+        return configs * o.parts.fixed_s, configs / o.parts.rate, "training"
+    return configs * o.fixed_s, configs / o.rate, "stepping"
+
+
+def crossover(a: Option, b: Option, configs: int) -> float | None:
+    """The budget (steps per run) above which b, with the larger startup and compile, finishes first;
+    None where it never does (or always does). Both measured the same way (training, or stepping)."""
+    fa, sa, _ = _cost(a, 1, configs)
+    fb, sb, _ = _cost(b, 1, configs)
+    if sb >= sa or fb <= fa:
+        return None
+    return (fb - fa) / (sa - sb)
+
+
+def versus_rule(row: str, pick: Option, fastest: Option, opts: list[Option], budget: int, configs: int) -> list[str]:
+    """The course's rule beside the numbers: where the row's pick is not the fastest measured, say so;
+    the crossover budget where a GPU-measured backend and a CPU one were both measured the same way."""
+    from gpuenv.format import duration
+
+    out = []
+    fp, fs, kind = _cost(fastest, budget, configs)
+    gpu = [o for o in opts if o.gpu_backend and o.device != "cpu"]
+    if row == ROWS["gpu"] and not gpu:
+        out.append(f"the course's rule ({row}) cannot be checked here: no GPU simulator was measured on a GPU; the fastest "
+                   f"measured is {fastest.selector}: {kind} {duration(fp + fs * budget)}")
+    elif fastest is not pick:
+        pp, ps, pkind = _cost(pick, budget, configs)
+        out.append(f"the course's rule ({row}) points to {pick.selector}: {pkind} {duration(pp + ps * budget)}; measured here, "
+                   f"{fastest.selector} is faster: {kind} {duration(fp + fs * budget)}")
+    else:
+        out.append(f"the course's rule ({row}) and the numbers agree: {pick.selector} is the fastest measured ({kind})")
+    cpu = [o for o in opts if o.device == "cpu" and not o.gpu_backend]
+    if gpu and cpu:
+        g = min(gpu, key=lambda o: _cost(o, budget, configs)[1])
+        c = min(cpu, key=lambda o: _cost(o, budget, configs)[1])
+        if (g.parts is None) == (c.parts is None):
+            x = crossover(c, g, configs)
+            out.append(f"{g.selector} on the GPU repays its startup and compile over {c.selector} above {x:,.0f} steps per run"
+                       if x is not None else f"{g.selector} on the GPU never repays its startup over {c.selector} here")
+    else:
+        out.append("no crossover budget: it needs a GPU simulator measured on a GPU and a CPU one, the same way, on one machine")
+    return out
+
+
 def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decision:
     if configs < 1:
         raise UserError(f"--configs must be >= 1 (got {configs})")
@@ -309,6 +357,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
             why.append(f"vs {line(o)}")
     if pick.ttr:
         why.append(pick.ttr)
+    verdict = versus_rule(row, pick, fastest, opts, budget, configs)
     where = f"on the records' machine ({machine.split(', reference speed')[0]})"
     pred = pick.predicted_s(budget, configs)
     if pred and pick.parts:
@@ -330,4 +379,4 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
                    f"time-to-reward runs by {errs[0]:+.0f}% to {errs[-1]:+.0f}%")
     elif pred:
         answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
-    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks)
+    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict)

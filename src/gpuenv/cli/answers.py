@@ -77,3 +77,5 @@ def decide(
         console.print(f"  why: {terminal(w)}", highlight=False, markup=False)
     for n in d.needs_gpu:
         console.print(f"  needs GPU measurements: {terminal(n)}", highlight=False, markup=False)
+    for v in d.versus:
+        console.print(f"  course vs numbers: {terminal(v)}", highlight=False, markup=False)

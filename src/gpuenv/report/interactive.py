@@ -312,7 +312,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue
             machine, needs, checks = d.machine, d.needs_gpu, d.checks
-            rows.append([f"{configs} x {budget:,}", d.row, d.answer, d.why[0] if d.why else ""])
+            rows.append([f"{configs} x {budget:,}", d.row, d.answer, "; ".join([*(d.why[:1]), *d.versus[:1]])])
             if configs == 1:
                 for o in d.options:
                     pred = o.predicted_s(budget, 1)
