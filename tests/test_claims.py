@@ -244,6 +244,11 @@ def test_decide_predicts_training_from_its_parts(cli, tmp_path):
     r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(folder))
     out = " ".join(r.stdout.split())
     assert r.returncode == 0 and "PPO training = startup+compile + steps x (1/collection + 1/learning)" in out, out
+    j = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(folder), "--json")
+    doc = json.loads(j.stdout)
+    (env,) = [x for x in doc["options"] if x["backend"] == "envpool:sync"]
+    assert env["training"]["predicted_s"] == pytest.approx(mid) and env["training"]["learning_samples_per_s"] == 2000.0
+    assert doc["answer"] == d.answer and doc["versus_the_course"] and doc["machine"].startswith("Intel")
 
 
 def test_the_training_model_is_checked_against_time_to_reward_on_the_same_machine(tmp_path):

@@ -114,6 +114,10 @@ def test_compare_allows_for_the_machines_measured_noise(cli, tmp_path):
     assert sum(r.regressed for r in big) >= 0.8 * len(big)  # (a case whose processes moved +-29% may still hide it)
     r = cli("compare", str(old), str(slow), "--calibration", str(aa))
     assert r.returncode == 0 and "noise allowed: this machine's A/A calibration" in r.stdout, r.stdout + r.stderr
+    j = cli("compare", str(old), str(slow), "--calibration", str(aa), "--json")
+    doc = json.loads(j.stdout)
+    assert j.returncode == 0 and {row["verdict"] for row in doc["rows"]} <= {NOISE, SAME} and not doc["uncalibrated"]
+    assert all(v["ab"] == "aa-test" for v in doc["calibrated"].values()) and doc["regressed"] == []
     r = cli("compare", str(old), str(slow))  # none here: it says what it lacks and how to measure it
     assert "no A/A calibration of this machine" in " ".join(r.stdout.split()), r.stdout
 

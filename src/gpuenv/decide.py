@@ -129,6 +129,24 @@ class Decision:
     checks: list[ModelCheck] = field(default_factory=list)  # the training model against time-to-reward records
     versus: list[str] = field(default_factory=list)  # the course's rule against the numbers: agreement or not, the crossover
 
+    def to_dict(self) -> dict:
+        """Everything `decide` prints, for `decide --json`."""
+        def option(o: Option) -> dict:
+            pred = o.predicted_s(self.budget, self.configs)
+            return {"backend": o.selector, "num_envs": o.num_envs, "env_steps_per_s": o.rate, "ci": list(o.ci),
+                    "startup_compile_s": o.fixed_s, "measured_on": o.device, "case": o.case_key,
+                    "stepping_s": o.wall_s(self.budget, self.configs),
+                    "training": None if pred is None or o.parts is None else {
+                        "predicted_s": pred[0], "low_s": pred[1], "high_s": pred[2], "num_envs": o.parts.num_envs,
+                        "trainer": o.parts.trainer, "collection_steps_per_s": o.parts.collect[0],
+                        "learning_samples_per_s": o.parts.learn[0], "case": o.parts.case_key}}
+
+        return {"task": self.task, "budget": self.budget, "configs": self.configs, "machine": self.machine, "row": self.row,
+                "answer": self.answer, "why": self.why, "needs_gpu": self.needs_gpu, "versus_the_course": self.versus,
+                "options": [option(o) for o in self.options],
+                "model_checks": [{"case": c.case_key, "predicted_s": c.predicted_s, "low_s": c.predicted_lo, "high_s": c.predicted_hi,
+                                  "measured_s": c.measured_s, "seeds": c.seeds, "error": c.error} for c in self.checks]}
+
 
 def named_by(row: str) -> list[str]:
     """The backends a row of the decision table names (their declarations say so: Backend.decision_row)."""

@@ -41,6 +41,7 @@ def decide(
     configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
     results: Annotated[list[str] | None, typer.Option("--results", hidden=True,
                                                        help="the old spelling of the paths: record files or directories")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the decision as JSON (one object) instead of the table")] = False,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
     from gpuenv.decide import decide as run_decide
@@ -54,6 +55,11 @@ def decide(
     records, problems = load_records([*(paths or []), *(results or [])] or ["results"], "records")
     print_skipped(problems)
     d = run_decide(task, steps, configs, records)
+    if json_out:
+        import json
+
+        print(json.dumps(d.to_dict(), indent=1))
+        return
     t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
     for col in ("backend", "envs", "env steps/s", "startup+compile s", "stepping to budget", "PPO training, predicted [interval]"):
         t.add_column(col)

@@ -42,6 +42,7 @@ def compare(
     allow_different: Annotated[bool, typer.Option("--allow-different", help="compare across hardware or drivers")] = False,
     by_case: Annotated[bool, typer.Option("--by-case", help="pair records by case key, even of different workloads (settings, physics)")] = False,
     calibration: Annotated[list[str] | None, typer.Option("--calibration", help="where A/A runs of `gpuenv ab` are (repeatable; default results/ab)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the comparison as JSON (one object) instead of the table")] = False,
 ) -> None:
     """NEW/OLD per workload with a 95% interval and a verdict beyond this machine's noise; exit 1 when a case regressed past --threshold."""
     from gpuenv.history.compare import NOISE, check_threshold, compare_runs, read_calibration, read_sides
@@ -52,6 +53,13 @@ def compare(
     print_skipped(problems + more)
     c = compare_runs(old_recs, new_recs, threshold, allow_different=allow_different, by_case=by_case, calibration=aa)
     rows, mem_rows, regressed, mem_regressed = c.rows, c.mem_rows, c.regressed, c.mem_regressed
+    if json_out:
+        import json
+
+        print(json.dumps(c.to_dict(), indent=1))
+        if regressed or mem_regressed:
+            raise typer.Exit(EXIT_CASE_FAILED)
+        return
     t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
     for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
         t.add_column(col)

@@ -193,6 +193,18 @@ class Comparison:
     def regressed(self) -> list:
         return [r for r in self.rows if r.regressed]
 
+    def to_dict(self) -> dict:
+        """Everything the table and its notes say, for `compare --json`."""
+        from dataclasses import asdict
+
+        return {"rows": [asdict(r) for r in self.rows], "memory": [asdict(r) for r in self.mem_rows], "threshold": self.threshold,
+                "hardware_differs": {k: list(v) for k, v in self.differs.items()},
+                "speed_moved": [{"case": k, "why": w} for k, w in self.apart], "no_fingerprint": self.no_fingerprint,
+                "only_old": self.only_old, "only_new": self.only_new, "versions": {k: list(v) for k, v in self.versions.items()},
+                "calibrated": {k: {"sd_log": n.sd_log, "allowance": n.allowance, "ab": n.ab_id} for k, n in self.calibrated.items()},
+                "uncalibrated": self.uncalibrated, "regressed": [r.case_key for r in self.regressed],
+                "memory_regressed": [r.case_key for r in self.mem_regressed]}
+
     @property
     def mem_regressed(self) -> list:
         return [r for r in self.mem_rows if r.regressed]
