@@ -97,7 +97,8 @@ test: lint
 
 ## Unit tests only (no simulator runs).
 ## The GPU images (brax, mjx, isaaclab kit-less) built and run on this machine without a GPU: refusal, CPU fallback, one
-## CUDA stack for JAX and torch. About 9 GB of wheels per image; CI runs it after `make test`.
+## CUDA stack for JAX and torch. One image at a time (up to 12 GB free while one builds), each removed after its
+## tests; CI runs them inside `make test` (GPUENV_TEST_GPU_IMAGES=1).
 test-images-gpu: $(STAMP)
 	GPUENV_TEST_GPU_IMAGES=1 $(BIN)/python -m pytest -q tests/gpu_images $(PYTEST_ARGS)
 

@@ -3,6 +3,7 @@ file, `gpuenv doctor` and the bench-image path. Tests that need an engine skip w
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -287,3 +288,36 @@ def test_gpu_image_locks_hold_one_cuda_stack_for_jax_and_torch(backend):
     via = " ".join(ln for ln in lines[: next(i for i, ln in enumerate(lines) if not ln.startswith(" "))] if "#" in ln)
     assert "jax-cuda13-plugin" in via and "torch" in via, via  # both resolved against the same cuDNN
     assert IMAGES[backend].torch_constraint == ["torch==2.13.0"] and IMAGES["envpool"].torch_constraint == ["torch==2.13.0+cpu"]
+
+
+def test_a_build_docker_has_no_room_for_is_not_started_and_says_how_to_make_room(monkeypatch):
+    """Each image's build is checked against the free space where Docker keeps images, before it
+    starts (CI's disk once filled three builds in): the images before it are built and reported, the
+    refused one is not started, and the command's one line names the need, the free space and the fix."""
+    from gpuenv.cli.machine import build_images
+    from gpuenv.errors import UserError
+    b = importlib.import_module("gpuenv.images.build")  # the module (the package exports its function by that name)
+    started: list[str] = []
+    gb = {"envpool": 1.0, "brax": 100.0}
+    monkeypatch.setattr(b, "docker_status", lambda gpu: None)
+    monkeypatch.setattr(b, "build_client", lambda: "docker")
+    monkeypatch.setattr(b, "base_image", lambda docker, pinned, python: (pinned, "pinned"))
+    monkeypatch.setattr(b, "local_image_id", lambda ref, docker: None)
+    monkeypatch.setattr(b, "docker_free", lambda docker: ("/var/lib/docker", int(12.5e9)))
+    monkeypatch.setattr(b, "image_size", lambda docker, ref: int(2e9))
+    monkeypatch.setattr(b, "get_image", lambda n: __import__("dataclasses").replace(IMAGES[n], build_gb=gb.get(n)))
+    monkeypatch.setattr(b.subprocess, "call", lambda cmd, **kw: started.append(cmd[cmd.index("-t") + 1]) or 0)
+    out = b.build(["envpool", "brax"], [], False, say=lambda line: None)
+    assert [(x.name, x.returncode, x.refused is None) for x in out] == [("base", 0, True), ("envpool", 0, True), ("brax", 2, False)]
+    assert started == [f"{BASE_TAG}", "gpuenv/envpool:latest"]  # brax never started
+    assert out[-1].refused == ("building brax needs about 100 GB free where Docker keeps its images (/var/lib/docker), and 12.5 GB "
+                               "is free there: make room (`docker system prune` removes unused images and build cache) and build again")
+    # an image that is here already is rebuilt whatever the room (its layers are mostly reused)
+    monkeypatch.setattr(b, "local_image_id", lambda ref, docker: "sha256:x")
+    assert [x.returncode for x in b.build(["brax"], [], False, say=lambda line: None)] == [0, 0]
+    monkeypatch.setattr(b, "local_image_id", lambda ref, docker: None)
+    import gpuenv.images as im
+
+    monkeypatch.setattr(im, "build", b.build)
+    with pytest.raises(UserError, match=r"^building brax needs about 100 GB free"):
+        build_images(["brax"], [], False)

@@ -315,18 +315,20 @@ def test_bad_input_files_are_one_line(tmp_path, cli):
 
 
 def test_ctrl_c_during_startup_is_one_line_never_a_traceback(tmp_path):
-    """SIGINT at 0.05 s and later, while Python still imports gpuenv's modules. On a busy machine the
-    imports take longer, so the later delays are fractions of how long `gpuenv list` takes here, now,
-    tried until a signal lands inside gpuenv (the machine's speed decides how many tries that takes,
-    never the outcome)."""
+    """SIGINT at 0.05 s and later, while Python still imports gpuenv's modules. How long a start takes
+    moves with the machine's load (and the first run of a fresh clone is the slowest), so after the
+    fixed early delays the delay is bisected: a run that finished first shortens it, one ended by the
+    signal before Python's handler lengthens it, until a signal lands inside gpuenv (the machine's
+    speed decides how many tries that takes, never the outcome)."""
     gpuenv = Path(sys.executable).with_name("gpuenv")
-    t0 = time.perf_counter()
-    subprocess.run([str(gpuenv), "list"], capture_output=True, timeout=300)
-    whole = time.perf_counter() - t0
-    said = 0
-    for delay in (0.05, 0.15, 0.3, *[whole * f for f in (0.5, 0.65, 0.8, 0.9, 0.95)] * 3):
-        if said:
-            break
+
+    def whole() -> float:
+        t0 = time.perf_counter()
+        subprocess.run([str(gpuenv), "list"], capture_output=True, timeout=300)
+        return time.perf_counter() - t0
+
+    def interrupt(delay: float) -> str:
+        """'landed' (one line, exit 130), 'early' (ended by the signal, silently) or 'late' (it finished)."""
         p = subprocess.Popen([str(gpuenv), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
@@ -334,10 +336,26 @@ def test_ctrl_c_during_startup_is_one_line_never_a_traceback(tmp_path):
         assert "Traceback" not in err, (delay, err)
         if p.returncode == -signal.SIGINT:  # before Python installed its handler: ended by the signal, silently
             assert not err, (delay, err)
-        elif p.returncode != 0:  # else it may have finished before the signal landed
-            assert p.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted"), (delay, p.returncode, err)
-            said += 1
-    assert said, "no Ctrl-C landed while gpuenv ran: the test proved nothing"
+            return "early"
+        if p.returncode == 0:
+            return "late"
+        assert p.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted"), (delay, p.returncode, err)
+        return "landed"
+
+    outcomes = [interrupt(d) for d in (0.05, 0.15, 0.3)]
+    lo, hi = 0.0, min(whole(), whole())
+    for _ in range(40):
+        if "landed" in outcomes:
+            break
+        outcome = interrupt((lo + hi) / 2)
+        outcomes.append(outcome)
+        if outcome == "late":
+            hi = (lo + hi) / 2
+        elif outcome == "early":
+            lo = (lo + hi) / 2
+        if hi - lo < 0.005:  # the machine's speed moved under the bisection: start again from now
+            lo, hi = 0.0, whole()
+    assert "landed" in outcomes, f"no Ctrl-C landed while gpuenv ran in {len(outcomes)} tries ({outcomes}): the test proved nothing"
 
 
 def test_scratch_of_a_killed_run_is_cleaned_at_the_next_and_no_empty_run_folder_stays(tmp_path, cli):

@@ -1,6 +1,6 @@
 """The GPU images (brax, mjx, and Isaac Lab's kit-less one) built and run for real on a machine
-without a GPU: `make test-images-gpu` (CI runs it after `make test`; about 9 GB of CUDA and torch
-wheels per image, so `make test` leaves it out). Without a GPU each image must refuse in one line naming the one override,
+without a GPU: `make test-images-gpu`, or `make test` with GPUENV_TEST_GPU_IMAGES=1 (as CI runs it; 7-9 GB
+of CUDA and torch wheels per image, so a plain `make test` leaves them out). Without a GPU each image must refuse in one line naming the one override,
 and, overridden, run the smoke suite on the CPU with records marked as CPU fallback. What a GPU
 would show (JAX and torch on CUDA in one process) is not checked here."""
 
@@ -10,6 +10,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 from conftest import ROOT, build_images
@@ -31,8 +32,16 @@ SMOKE = {
 
 
 @pytest.fixture(scope="module")
-def built() -> dict[str, str]:
-    return build_images(GPU_IMAGES, timeout=5400)
+def built(request) -> Iterator[tuple[str, str]]:
+    """(backend, image id) of gpuenv/<backend>:latest, built here, and removed (with its build cache)
+    once its tests are done: one GPU image at a time holds disk (7-9 GB each, more while pip installs
+    it), so a CI machine with room for one builds all three. The tests take it by indirect parameter:
+    pytest runs each image's tests together."""
+    backend = request.param
+    ids = build_images((backend,), timeout=5400)
+    yield backend, ids[backend]
+    subprocess.run([DOCKER, "rmi", "-f", f"gpuenv/{backend}:latest"], capture_output=True)
+    subprocess.run([DOCKER, "builder", "prune", "-f"], capture_output=True)
 
 
 def run(image: str, *args: str, env: dict | None = None, volume: str | None = None, timeout: int = 1800):
@@ -42,8 +51,9 @@ def run(image: str, *args: str, env: dict | None = None, volume: str | None = No
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("backend", GPU_IMAGES)
-def test_without_a_gpu_the_image_refuses_in_one_line_naming_the_override(built, backend):
+@pytest.mark.parametrize("built", GPU_IMAGES, indirect=True)
+def test_without_a_gpu_the_image_refuses_in_one_line_naming_the_override(built):
+    backend, _ = built
     for args in (["bench", *SMOKE[backend]], ["doctor"]):
         r = run(f"gpuenv/{backend}:latest", *args, timeout=600)
         assert r.returncode == 2, r.stdout + r.stderr
@@ -52,13 +62,14 @@ def test_without_a_gpu_the_image_refuses_in_one_line_naming_the_override(built, 
         assert "no NVIDIA GPU visible" in lines[0] and "GPUENV_CPU_OK=1" in lines[0] and "GPUENV_REQUIRE_GPU=1" in lines[0]
 
 
-@pytest.mark.parametrize("backend", GPU_IMAGES)
-def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback(built, backend, tmp_path):
+@pytest.mark.parametrize("built", GPU_IMAGES, indirect=True)
+def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback(built, tmp_path):
+    backend, image_id = built
     results = tmp_path / "results"
     results.mkdir()
     os.chmod(results, 0o777)
     r = run(f"gpuenv/{backend}:latest", "bench", *SMOKE[backend], "--out", "results/local",
-            env={"GPUENV_CPU_OK": "1", "GPUENV_IMAGE_ID": built[backend]}, volume=f"{results}:/home/gpuenv/results")
+            env={"GPUENV_CPU_OK": "1", "GPUENV_IMAGE_ID": image_id}, volume=f"{results}:/home/gpuenv/results")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Traceback" not in r.stdout + r.stderr
     records = [load(p) for p in results.rglob("*.json")]
@@ -67,7 +78,7 @@ def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback
     for rec in records:
         assert rec["what"]["device"] == "cpu" and rec["what"]["details"]["cpu_fallback"].startswith("GPUENV_CPU_OK=1")
         c = rec["where"]["machine"]["container"]
-        assert c["image"] == backend and c["id"] == built[backend] and c["lock_sha256"] == lock_sha
+        assert c["image"] == backend and c["id"] == image_id and c["lock_sha256"] == lock_sha
         assert rec["where"]["env"]["GPUENV_REQUIRE_GPU"] == "1"
         assert rec["where"]["packages"]["torch"] == locked_versions(get_image(backend))["torch"]  # 2.13.0; Isaac Lab pins 2.11.0
     if backend == "isaaclab":  # in its image, the image's interpreter is the backend's environment
@@ -76,6 +87,7 @@ def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback
                    for r in records)
 
 
+@pytest.mark.parametrize("built", GPU_IMAGES[:1], indirect=True)  # brax, tested with brax's own
 def test_torch_and_jax_share_one_cuda_13_stack_in_the_image(built):
     code = ("import importlib.metadata as m, torch, jax; "
             "print(m.version('torch'), torch.version.cuda, jax.__version__, m.version('nvidia-cudnn-cu13'), "

@@ -60,6 +60,9 @@ class Image:
     platform: str = "x86_64-manylinux_2_28"  # the wheels' platform its lock is resolved for (linux/amd64)
     verified: bool = True  # False: never built or run by this project (said wherever it is listed)
     suite: str | None = None  # the suite `make bench-<name>` runs in it (None: the backend's)
+    # Disk its build needs free where Docker keeps images (GB): the image and, while pip installs, the
+    # downloaded wheels, measured on this project's machines (docs/images.md); None: never measured.
+    build_gb: float | None = None
 
 
 @dataclass(frozen=True)

@@ -185,10 +185,13 @@ def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
     for col in ("image", "result", "build s", "size"):
         t.add_column(col)
     for b in built:
-        t.add_row(b.name, "[green]ok[/]" if b.returncode == 0 else f"[red]failed (exit {b.returncode})[/]", f"{b.seconds:.0f}",
+        result = "[green]ok[/]" if b.returncode == 0 else "[red]not started: no room[/]" if b.refused else f"[red]failed (exit {b.returncode})[/]"
+        t.add_row(b.name, result, f"{b.seconds:.0f}",
                   f"{b.size_bytes / 1e9:.2f} GB" if b.size_bytes else "-")
     console.print(t)
     failed = [b for b in built if b.returncode != 0]
+    if failed and failed[0].refused:
+        raise UserError(failed[0].refused)
     if failed:
         raise UserError(f"building {failed[0].name} failed (docker build exited {failed[0].returncode}; its output is above)")
 

@@ -23,7 +23,7 @@ from gpuenv.images.catalogue import (
     python_base_of,
     python_bases,
 )
-from gpuenv.images.engine import build_client, docker_status, image_size
+from gpuenv.images.engine import build_client, docker_free, docker_status, image_size, local_image_id
 from gpuenv.images.locks import version_lock, write_locks
 
 
@@ -92,19 +92,32 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
     return out
 
 
+def room_problem(name: str, need_gb: float | None, free: tuple[str, int] | None) -> str | None:
+    """Why image `name` cannot be built in the free space Docker has (None: it can, or either is
+    unknown): a build that runs out of disk fails minutes in, deep in pip's output, and may leave the
+    engine too full for the next."""
+    if need_gb is None or free is None or free[1] >= need_gb * 1e9:
+        return None
+    return (f"building {name} needs about {need_gb:g} GB free where Docker keeps its images ({free[0]}), and "
+            f"{free[1] / 1e9:.1f} GB is free there: make room (`docker system prune` removes unused images and "
+            "build cache) and build again")
+
+
 @dataclass(frozen=True)
 class Built:
     name: str
     returncode: int
     seconds: float
     size_bytes: int | None
+    refused: str | None = None  # why it was not built (returncode 2): no room for it
 
 
 def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str], None]) -> list[Built]:
     """`gpuenv images build`: plain `docker build` in dependency order, BuildKit on; the base from the
     pinned reference, or a local debootstrap one where it cannot be pulled. `say(line)` reports each
     step (plain text: the caller escapes it). With dry_run, says the commands and builds nothing.
-    UserError when an image does not build (its docker output went to the terminal)."""
+    Stops at the first image that fails (its docker output went to the terminal) or that Docker has
+    no room for (not started; `refused` says why): later images build on it or would fail the same way."""
     import shlex
     import time
 
@@ -134,10 +147,17 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     out: list[Built] = []
     for name, cmd in build_commands(names, docker, bases, pins):
+        ref = cmd[cmd.index("-t") + 1]
+        # Before each build, as the ones before it took their space; a rebuild of an image that is
+        # here mostly reuses its layers, so it is not held to the whole figure.
+        if name != "base" and not local_image_id(ref, docker):
+            problem = room_problem(name, get_image(name).build_gb, docker_free(docker))
+            if problem:
+                out.append(Built(name, 2, 0.0, None, refused=problem))
+                break
         say(f"building {name}: {shlex.join(cmd)}")
         t0 = time.perf_counter()
         rc = subprocess.call(cmd, cwd=ROOT, env=env)
-        ref = cmd[cmd.index("-t") + 1]
         out.append(Built(name, rc, time.perf_counter() - t0, image_size(docker, ref) if rc == 0 else None))
         if rc != 0:
             break  # later images build on this one, or would fail the same way

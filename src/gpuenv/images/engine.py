@@ -59,6 +59,16 @@ def local_image_id(ref: str, docker: str = "docker") -> str | None:
     return _run([docker, "image", "inspect", "--format", "{{.Id}}", ref]).stdout.strip() or None
 
 
+def docker_free(docker: str = "docker") -> tuple[str, int] | None:
+    """(the directory where this machine's engine keeps images, bytes free there); None where that
+    cannot be read from here (a remote engine, a root this user cannot see)."""
+    root = _run([docker, "info", "--format", "{{.DockerRootDir}}"]).stdout.strip()
+    try:
+        return (root, shutil.disk_usage(root).free) if root and Path(root).is_dir() else None
+    except OSError:
+        return None
+
+
 def is_built(image: Image) -> bool:
     return _run(["docker", "image", "inspect", f"{image.tag}:latest"]).returncode == 0
 

@@ -31,7 +31,8 @@ BACKEND = Backend(
         "ant": NativeTask("ant", 0.05, 5, 0.01, 1000, (27,), "box", 8, "Brax's own port; no contact forces in obs"),
         "humanoid": NativeTask("humanoid", 0.015, 5, 0.003, 1000, (244,), "box", 17, "Brax's own port"),
     },
-    image=Image("Brax on JAX with CUDA 13 wheels, Brax PPO, and SB3 on CUDA torch (one nvidia-* set)", ("brax", "ppo", "cuda13"), "13", "docker/brax.Dockerfile", torch_cpu=False),
+    image=Image("Brax on JAX with CUDA 13 wheels, Brax PPO, and SB3 on CUDA torch (one nvidia-* set)", ("brax", "ppo", "cuda13"), "13", "docker/brax.Dockerfile", torch_cpu=False,
+                build_gb=10),
     ppo_env=PpoEnv("gpuenv.backends.brax.ppo:make_vecenv", jit_compiled=True),
     trainers=(
         Trainer(

@@ -46,6 +46,7 @@ BACKEND = Backend(
         torch_cpu=False,
         python="3.12",
         platform="x86_64-manylinux_2_35",  # omniverseclient ships manylinux_2_35 wheels only
+        build_gb=12,
     ),
     more_images=(
         Image(
