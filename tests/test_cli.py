@@ -6,10 +6,11 @@ import json
 import sys
 
 import pytest
-from conftest import write_suite
+from conftest import fake_suite, write_suite
 
 from gpuenv.backends.spec import Backend, NativeTask
 from gpuenv.registry import Registry
+from gpuenv.results.schema import load
 
 
 @pytest.mark.parametrize(
@@ -136,3 +137,49 @@ def test_every_option_of_every_command_says_what_it_does():
     assert not missing, missing
     dispatch_opts = {o for p in root.commands["dispatch"].params for o in p.opts}  # type: ignore[attr-defined]
     assert {"--time-limit-min", "--time-min"} <= dispatch_opts  # a limit, not a minimum; the old spelling kept
+
+
+def test_no_flag_shows_a_value_hint_in_any_commands_help():
+    """A flag takes no value: typer's `<bool>` after it read as if it did (issue 29)."""
+    import typer
+    from typer.testing import CliRunner
+
+    from gpuenv.cli import app
+
+    root = typer.main.get_command(app)
+    names = [n for n, c in root.commands.items() if not c.hidden]  # type: ignore[attr-defined]
+    assert "bench" in names and "images" in names
+    for args in ([], *([n] for n in names)):
+        r = CliRunner().invoke(app, [*args, "--help"], terminal_width=200)
+        assert r.exit_code == 0, (args, r.output)
+        assert "--help" in r.output and "<bool>" not in r.output, (args, r.output)
+    assert "<int>" in CliRunner().invoke(app, ["bench", "--help"], terminal_width=200).output  # options with values keep theirs
+    # one way to build an image is shown (`images build NAME`); the old `--build NAME` still works, unlisted
+    assert "--build" not in CliRunner().invoke(app, ["images", "--help"], terminal_width=200).output
+
+
+def test_bench_takes_pyperfs_measurement_options_and_a_dry_run(cli, tmp_path):
+    """`--processes/-p`, `--values`, `--warmups/-w` and `--min-time` replace the suite's settings in
+    what runs and in the records; `--dry-run` shows the cases and how each would be measured and
+    writes nothing; a setting the suite's kind has no use for, or out of range, is one line."""
+    suite = fake_suite(tmp_path / "s.toml")
+    out = tmp_path / "out"
+    r = cli("bench", "--suite", str(suite), "--out", str(out), "-p", "2", "--values", "4", "-w", "0", "--min-time", "0.02", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "1 cases (2 processes each)" in r.stdout and "fake-ok-cartpole-n1: 2 processes x 4 values of at least 0.02 s, 0 warmup(s)" in r.stdout
+    assert "nothing run, nothing written" in r.stdout and not out.exists()
+    r = cli("bench", "--suite", str(suite), "--out", str(out), "-p", "2", "--values", "4", "-w", "0", "--min-time", "0.02")
+    assert r.returncode == 0, r.stderr
+    (rec,) = [load(p) for p in out.rglob("*.json")]
+    assert {k: rec["settings"][k] for k in ("processes", "values", "warmups", "min_time_s")} == \
+        {"processes": 2, "values": 4, "warmups": 0, "min_time_s": 0.02}
+    assert len(rec["processes"]) == 2 and all(len(p["value_s"]) == 4 for p in rec["processes"])
+    for args, says in ((["--values", "0"], "error: --values 0: processes, values and chunk_steps must be >= 1"),
+                       (["--min-time", "inf"], "error: --min-time inf: min_time_s and timeout_s must be finite"),
+                       (["-p", "500"], "error: --processes 500: processes = 500 is more than gpuenv runs")):
+        r = cli("bench", "--suite", str(suite), "--out", str(out), *args, "--dry-run")
+        assert r.returncode == 2 and r.stderr.startswith(says) and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("bench", "--suite", "ppo-smoke", "--values", "3", "--dry-run")
+    assert r.returncode == 2 and "a time-to-reward suite's processes are its seeds" in r.stderr
+    r = cli("bench", "--suite", "ppo-smoke", "-p", "1", "--dry-run", "-b", "gymnasium")
+    assert r.returncode == 0 and "(1 seeds each)" in r.stdout and ": 1 seeds (1 must reach 475)" in r.stdout, r.stdout + r.stderr

@@ -22,6 +22,25 @@ app = typer.Typer(
 )
 
 
+def _flag_hint_dropped() -> None:
+    """Typer's help gives every option a type hint, `<bool>` for a flag too, which takes no value:
+    a flag shows none (as in click's, argparse's and pyperf's help)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "gpuenv", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return None if self.is_flag and self.metavar is None else shown(self, ctx)  # type: ignore[arg-type]
+
+    display_type_rich.gpuenv = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flag_hint_dropped()
+
+
 def _version(value: bool) -> None:
     if value:
         from gpuenv import __version__

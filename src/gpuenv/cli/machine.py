@@ -133,7 +133,7 @@ def images(
     names: Annotated[list[str] | None, typer.Argument(help="with build: which images (default: all)")] = None,
     bake: Annotated[bool, typer.Option("--bake", help="print the docker buildx bake file (JSON) and exit")] = False,
     locks: Annotated[bool, typer.Option("--locks", help="regenerate docker/locks/*.txt with uv")] = False,
-    build: Annotated[str | None, typer.Option("--build", help="build this image (same as `images build NAME`)")] = None,
+    build: Annotated[str | None, typer.Option("--build", hidden=True, help="old spelling of `images build NAME`, kept for a release")] = None,
     pin: Annotated[list[str] | None, typer.Option("--pin", help="with build: library version, e.g. brax==0.13.0")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="with build: write the lock, print the commands")] = False,
 ) -> None:

@@ -89,6 +89,11 @@ def bench(
     out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = str(DEFAULT_OUT),
     case: Annotated[list[str] | None, typer.Option("--case", help="only these case keys of the plan (repeatable)")] = None,
     run_id_opt: Annotated[str | None, typer.Option("--run-id", help="write into this run (OUT/<run id>/, made if new) instead of a new one")] = None,
+    processes: Annotated[int | None, typer.Option("--processes", "-p", help="worker processes per case (seeds in a time-to-reward suite), replacing the suite's")] = None,
+    values: Annotated[int | None, typer.Option("--values", help="timed values per process, replacing the suite's (pyperf's -n; here -n is --num-envs)")] = None,
+    warmups: Annotated[int | None, typer.Option("--warmups", "-w", help="untimed values per process before the timed ones, replacing the suite's")] = None,
+    min_time: Annotated[float | None, typer.Option("--min-time", help="seconds each timed value lasts at least, replacing the suite's")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the cases and how each would be measured; run nothing, write nothing")] = False,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
     from gpuenv.doctor import failures, in_gpu_image, run_checks
@@ -105,9 +110,21 @@ def bench(
             hint = f"; {CPU_FALLBACK_HINT}" if bad[0].name == "gpu" else ""
             raise UserError(f"{bad[0].error()}{hint}; `gpuenv doctor` shows every check")
     record_tags()  # a bad GPUENV_RECORD_TAGS: one line now, not after the first case ran
-    bp = bench_plan(suite, backends=backend, tasks=task, num_envs=num_envs, seeds=seeds, cases=case)
+    measure = {k: v for k, v in (("processes", processes), ("values", values), ("warmups", warmups), ("min_time_s", min_time))
+               if v is not None}
+    bp = bench_plan(suite, backends=backend, tasks=task, num_envs=num_envs, seeds=seeds, cases=case, measure=measure)
     mode, plan, unavailable = bp.mode, bp.plan, bp.unavailable
     keys = [item.key for item in plan.items]
+    if dry_run:
+        console.print(f"[bold]gpuenv bench --dry-run[/] suite [cyan]{markup(plan.suite)}[/]: {len(keys)} cases ({plan.unit})")
+        for item in plan.items:
+            console.print(f"  {markup(item.key)}: {markup(mode.describe(item))}", highlight=False)
+        for reason in unavailable:
+            console.print(f"[yellow]would skip[/] {markup(reason)}")
+        for sk in plan.skipped:
+            console.print(f"[dim]not run: {markup(sk)}[/]")
+        console.print("nothing run, nothing written (--dry-run)")
+        return
     run_id = checked_run_id(run_id_opt) if run_id_opt is not None else new_run_id()
     # the output folder is checked now; the run's own folder appears with its first record, so a
     # run killed before any case finished leaves no empty folder behind

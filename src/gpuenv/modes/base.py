@@ -175,8 +175,18 @@ class Mode(Generic[R]):
              num_envs: list[int] | None) -> Plan:
         raise NotImplementedError
 
+    def with_measure(self, item: Any, settings: dict[str, Any], where: str) -> Any:
+        """The item measured with these settings (MEASURE_OPTIONS' keys) in place of its suite's
+        (`bench --processes ...`); UserError naming `where` for one the mode has no use for or a
+        value out of range."""
+        raise NotImplementedError
+
     def with_processes(self, item: Any, n: int) -> Any:
         """The item run by n worker processes (seeds) instead of the suite's (`gpuenv ab`'s blocks)."""
+        return self.with_measure(item, {"processes": n}, "--blocks")
+
+    def describe(self, item: Any) -> str:
+        """How the item is measured, in one line (`bench --dry-run`)."""
         raise NotImplementedError
 
     def unavailable(self, item: Any, registry: Any) -> str | None:

@@ -32,10 +32,11 @@ def only_cases(plan: Any, keys: list[str]) -> Any:
 
 def bench_plan(suite: str, *, backends: list[str] | None = None, tasks: list[str] | None = None,
                num_envs: list[int] | None = None, seeds: int | None = None, cases: list[str] | None = None,
-               here: bool = True) -> BenchPlan:
+               measure: dict[str, Any] | None = None, here: bool = True) -> BenchPlan:
     """The plan of `gpuenv bench`; UserError when a backend asked for is not installed or nothing can run.
-    here=False: the workers run in other environments (a sweep's version sets), so what this
-    interpreter lacks is no reason to leave a case out."""
+    measure: settings that replace every case's suite ones ({'processes': 5, 'min_time_s': 1.0}: `bench
+    --processes 5 --min-time 1`). here=False: the workers run in other environments (a sweep's
+    version sets), so what this interpreter lacks is no reason to leave a case out."""
     registry = default_registry()
     for selector in backends or []:  # asked for by name but not installed: say how to install it
         reason = registry.parse(selector)[0].unavailable_reason() if here else None
@@ -45,6 +46,11 @@ def bench_plan(suite: str, *, backends: list[str] | None = None, tasks: list[str
     plan = mode.plan(s, registry, backends=backends, tasks=tasks, num_envs=num_envs)
     if cases:
         plan = only_cases(plan, cases)
+    if measure:
+        where = ", ".join(f"--{k.removesuffix('_s').replace('_', '-')} {v:g}" for k, v in measure.items())
+        plan = replace(plan, items=[mode.with_measure(item, measure, where) for item in plan.items],
+                       unit=f"{measure['processes']} {mode.process_word}{'es' if mode.process_word.endswith('s') else 's'} each"
+                       if "processes" in measure else plan.unit)
     items: list = []
     unavailable: dict[str, None] = {}
     for item in plan.items:

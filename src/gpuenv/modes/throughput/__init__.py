@@ -34,10 +34,16 @@ class Throughput(Mode["ThroughputRecord"]):
 
         return plan(suite, registry, backends=backends, tasks=tasks, num_envs=num_envs)
 
-    def with_processes(self, item: Any, n: int) -> Any:
+    def with_measure(self, item: Any, settings: dict[str, Any], where: str) -> Any:
         from dataclasses import replace
 
-        return replace(item, measure=replace(item.measure, processes=n))
+        return replace(item, measure=replace(item.measure, **settings).check(where))
+
+    def describe(self, item: Any) -> str:
+        m = item.measure
+        phases = f"; phases {', '.join(m.phases)}" if m.phases else ""
+        return (f"{m.processes} processes x {m.values} values of at least {m.min_time_s:g} s, {m.warmups} warmup(s), "
+                f"timeout {m.timeout_s:g} s{phases}")
 
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
         from gpuenv.modes.throughput.phases import spec_for

@@ -37,10 +37,26 @@ class TimeToReward(Mode["TtrRecord"]):
 
         return trainers(registry)[item.case.trainer][0].unavailable_reason()
 
-    def with_processes(self, item: Any, n: int) -> Any:
+    def with_measure(self, item: Any, settings: dict[str, Any], where: str) -> Any:
         from dataclasses import replace
 
+        from gpuenv.errors import UserError
+        from gpuenv.suites import at_most
+
+        other = sorted(set(settings) - {"processes"})
+        if other:
+            raise UserError(f"{where}: {', '.join(other)} apply to throughput suites; a time-to-reward suite's processes are its "
+                            "seeds (--processes or --seeds)")
+        n = settings["processes"]
+        if n < 1:
+            raise UserError(f"{where}: processes (seeds) must be >= 1")
+        at_most("seeds", n, where)
         return replace(item, run=replace(item.run, seeds=n, pass_min_seeds=min(item.run.pass_min_seeds, n)))
+
+    def describe(self, item: Any) -> str:
+        c = item.case
+        return (f"{item.run.seeds} seeds ({item.run.pass_min_seeds} must reach {c.threshold:g}), budget {c.max_env_steps:,} steps "
+                f"or {c.max_time_s:g} s, evaluated every {c.eval_every_steps:,} steps")
 
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
         tb = out_dir / "tensorboard" / item.case.key / f"seed{index}"
