@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from conftest import fake_suite, write_suite
+from conftest import ROOT, fake_suite, write_suite
 
 from gpuenv.backends.spec import Backend, NativeTask
 from gpuenv.registry import Registry
@@ -183,3 +183,30 @@ def test_bench_takes_pyperfs_measurement_options_and_a_dry_run(cli, tmp_path):
     assert r.returncode == 2 and "a time-to-reward suite's processes are its seeds" in r.stderr
     r = cli("bench", "--suite", "ppo-smoke", "-p", "1", "--dry-run", "-b", "gymnasium")
     assert r.returncode == 0 and "(1 seeds each)" in r.stdout and ": 1 seeds (1 must reach 475)" in r.stdout, r.stdout + r.stderr
+
+
+def test_show_gives_one_section_per_machine_and_run_headed_by_what_it_ran_on(cli):
+    """Two published runs of two machines: each run's tables under its own heading (machine, run,
+    suite, date, commit, library versions), never one table; the bottleneck is a short label unless
+    --details; --json and --markdown carry the same sections (issue 29)."""
+    amd, intel = (str(ROOT / "results" / "published" / r) for r in ("20261203T082708Z-d39d04", "20261204T044354Z-a4d521"))
+    r = cli("show", intel, amd)
+    assert r.returncode == 0, r.stderr
+    heads = [ln for ln in r.stdout.splitlines() if ln.startswith("machine [")]
+    assert len(heads) == 2 and "AMD EPYC (2 cores), no GPU, reference speed" in heads[0] and "Intel(R) Xeon(R)" in heads[1], heads
+    runs = [ln for ln in r.stdout.splitlines() if ln.startswith("run ")]
+    assert runs[0].startswith("run 20261203T082708Z-d39d04: suite throughput, 9 record(s), 2026-12-03")
+    assert runs[1].startswith("run 20261204T044354Z-a4d521: suite quick, 6 record(s), 2026-12-04 04:44 to 04:45 UTC, commit 374d0ba00e")
+    assert "envpool 1.2.5" in r.stdout.replace("\n", " ")
+    # each run's tables come after its own heading: the Intel run's 8-env cartpole rows never sit under the AMD heading
+    assert r.stdout.index("107.9k") > r.stdout.index("run 20261204T044354Z-a4d521")
+    assert "│ round trip │" in r.stdout and "round trip: driver" not in r.stdout
+    assert "round trip: driver" in cli("show", intel, "--details").stdout  # the whole line, with its core counts
+    doc = json.loads(cli("show", intel, amd, "--json").stdout)
+    assert [m["machine"].split(" (")[0] for m in doc["machines"]] == ["AMD EPYC", "Intel(R) Xeon(R) Processor"]
+    run = doc["machines"][1]["runs"][0]
+    assert run["run_id"] == "20261204T044354Z-a4d521" and run["versions"]["envpool"] == "1.2.5" and len(run["records"]) == 6
+    row = next(x for x in run["records"] if x["case_key"] == "envpool-async-cartpole-n8")
+    assert row["unit"] == "env steps/s" and row["ci_low"] < row["value"] < row["ci_high"] and round(row["value"], -2) == 107900
+    md = cli("show", intel, amd, "--markdown").stdout
+    assert md.count("**machine [") == 2 and "| cartpole | envpool:async | 107.9k (104.5k-115.8k) |" in md

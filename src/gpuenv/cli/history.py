@@ -18,19 +18,31 @@ from gpuenv.escape import markup, terminal
 @app.command()
 def show(
     paths: Annotated[list[str], typer.Argument(help="record files or run directories")],
-    as_markdown: Annotated[bool, typer.Option("--markdown", help="one markdown table (for READMEs)")] = False,
+    as_markdown: Annotated[bool, typer.Option("--markdown", help="the same sections as Markdown (for READMEs)")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="every record's headline by machine and run, as JSON (one object)")] = False,
+    details: Annotated[bool, typer.Option("--details", help="long cells whole (the bottleneck's core counts)")] = False,
 ) -> None:
-    """Print the tables of stored records (validated on read)."""
+    """The tables of stored records (validated on read), one section per machine and run, each headed by its machine, run, date and versions."""
     from gpuenv.history.load import load_records
-    from gpuenv.report.table import footnotes, markdown, tables
+    from gpuenv.report import show as sh
+    from gpuenv.report.table import footnotes, tables
 
     records, problems = load_records(paths)
     print_skipped(problems)
-    if as_markdown:
-        print(terminal(markdown(records), multiline=True))
+    found = sh.sections(records)
+    if json_out:
+        import json
+
+        print(json.dumps(sh.to_json(found), indent=1))
         return
-    for t in tables(records):
-        console.print(t)
+    if as_markdown:
+        print(terminal(sh.markdown(found), multiline=True))
+        return
+    for s in found:
+        first, second = s.heading().split("\n", 1)
+        console.print(f"\n[bold]{markup(first)}[/]\n{markup(second)}", highlight=False)
+        for t in tables(s.records, details=details):
+            console.print(t)
     print_warnings(footnotes(records))
 
 

@@ -235,6 +235,13 @@ def bottleneck(s: dict) -> str:
     return f"IPC/wait: no side saturated ({nums}; the rest is waiting on sockets, pipes or pacing)"
 
 
+def short_bottleneck(text: str | None) -> str | None:
+    """bottleneck()'s label without its numbers: 'round trip', 'simulator CPU', 'gpu', 'none saturated'."""
+    if text is None:
+        return None
+    return text.split(":", 1)[0].split(" (", 1)[0].strip()
+
+
 def _tree_times(me: psutil.Process, main_tid: int) -> dict[str, float]:
     """CPU seconds now: 'driver' (the main thread), 'sim' (other threads + children), and per unit."""
     units: dict[str, float] = {}

@@ -277,7 +277,7 @@ class Mode(Generic[R]):
         return [m[metric.field] for m in self.worker_memories(record) if m and m.get(metric.field)]
 
     # Rendering: a mode's `report` module beside its class (`<package>.report`), where it has one,
-    # provides tables(records), footnotes(records), markdown(records) and
+    # provides tables(records, details), footnotes(records), markdown(records) and
     # site_sections(records, out, num_envs); a mode without one renders nothing.
     def _report(self) -> Any:
         try:
@@ -285,9 +285,10 @@ class Mode(Generic[R]):
         except ModuleNotFoundError:
             return None
 
-    def tables(self, records: list[R]) -> list[Table]:
+    def tables(self, records: list[R], details: bool = False) -> list[Table]:
+        """details: long cells whole (a bottleneck's numbers), where a short label is the default."""
         r = self._report()
-        return r.tables(records) if r else []
+        return r.tables(records, details=details) if r else []
 
     def footnotes(self, records: list[R]) -> list[str]:
         r = self._report()

@@ -8,8 +8,8 @@ from gpuenv.modes import by_mode
 from gpuenv.results.schema import Record
 
 
-def tables(records: list[Record]) -> list[Table]:
-    return [t for mode, mine in by_mode(records) for t in mode.tables(mine)]
+def tables(records: list[Record], details: bool = False) -> list[Table]:
+    return [t for mode, mine in by_mode(records) for t in mode.tables(mine, details=details)]
 
 
 def footnotes(records: list[Record]) -> list[str]:

@@ -12,6 +12,7 @@ from rich.table import Table
 from gpuenv.escape import markup, mathtext, pyplot
 from gpuenv.format import attr, colour, duration, fmt_rate, html_table, slug
 from gpuenv.measure import stats
+from gpuenv.measure.monitor import short_bottleneck
 from gpuenv.modes.throughput.record import PhaseSummary, ThroughputRecord
 from gpuenv.registry import default_registry
 from gpuenv.tasks import task_rank as _task_rank
@@ -25,7 +26,9 @@ def speedup(record: ThroughputRecord, baseline: ThroughputRecord | None) -> stat
     return stats.ratio(record.rate_groups(), baseline.rate_groups())
 
 
-def tables(records: Records) -> list[Table]:
+def tables(records: Records, details: bool = False) -> list[Table]:
+    """Per task; the bottleneck column says its short label (`round trip`, `simulator CPU` ...) unless
+    details asks for the whole line with its core counts."""
     baseline = default_registry().baseline()
     vs = f"vs {baseline[1]}" if baseline else "vs baseline"
     by_task: dict[str, Records] = defaultdict(list)
@@ -69,7 +72,7 @@ def tables(records: Records) -> list[Table]:
                 sp_text,
                 f"{max(compile_s):.1f}",
                 sm.host_memory_cell(),
-                markup(sm.bottleneck or ""),
+                markup((sm.bottleneck if details else short_bottleneck(sm.bottleneck)) or ""),
             )
         out.append(t)
     return out + phase_tables(records)

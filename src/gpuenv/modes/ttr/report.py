@@ -57,7 +57,7 @@ def by_task(records: Records) -> dict[str, Records]:
     return out
 
 
-def tables(records: Records) -> list[Table]:
+def tables(records: Records, details: bool = False) -> list[Table]:  # details: no long cells here
     out = []
     for task, recs in by_task(records).items():
         thresholds = sorted({r.case.threshold for r in recs})
