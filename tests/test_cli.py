@@ -111,8 +111,9 @@ def test_show_markdown(cli, tmp_path):
     r = cli("show", "--markdown", str(tmp_path / "o"))
     assert r.returncode == 0
     lines = r.stdout.strip().splitlines()
-    assert lines[0] == "| task | backend | 1 envs | 4 envs |"
-    assert lines[2].startswith("| cartpole | fake:ok | ") and lines[2].count("(") == 2
+    assert lines[0].startswith("**machine [1] ") and lines[1].startswith("run ")  # the heading names machine and run
+    head = lines.index("| task | backend | 1 envs | 4 envs |")
+    assert lines[head + 2].startswith("| cartpole | fake:ok | ") and lines[head + 2].count("(") == 2
 
 
 def test_version_and_short_help_as_other_tools_have_them(cli):
@@ -210,3 +211,19 @@ def test_show_gives_one_section_per_machine_and_run_headed_by_what_it_ran_on(cli
     assert row["unit"] == "env steps/s" and row["ci_low"] < row["value"] < row["ci_high"] and round(row["value"], -2) == 107900
     md = cli("show", intel, amd, "--markdown").stdout
     assert md.count("**machine [") == 2 and "| cartpole | envpool:async | 107.9k (104.5k-115.8k) |" in md
+
+
+def test_a_named_machine_is_named_in_its_records_and_wherever_its_numbers_are_shown(cli, tmp_path):
+    suite = fake_suite(tmp_path / "s.toml")
+    out = tmp_path / "out"
+    assert cli("bench", "--suite", str(suite), "--out", str(out), "--machine-name", "lab box 1").returncode == 0
+    assert cli("bench", "--suite", str(suite), "--out", str(out), env={"GPUENV_MACHINE_NAME": "lab box 2"}).returncode == 0
+    recs = sorted((load(p) for p in out.rglob("*.json")), key=lambda r: r["where"]["machine"]["name"])
+    assert [r["where"]["machine"]["name"] for r in recs] == ["lab box 1", "lab box 2"]
+    # two names are two machines, each heading says its name first
+    r = cli("show", str(out))
+    heads = sorted(ln for ln in r.stdout.splitlines() if ln.startswith("machine ["))
+    assert [h.split("] ", 1)[1].split(":")[0] for h in heads] == ["lab box 1", "lab box 2"], r.stdout
+    assert "lab box 1" in cli("info", env={"GPUENV_MACHINE_NAME": "lab box 1"}).stdout
+    bad = cli("bench", "--suite", str(suite), "--out", str(out), "--machine-name", "a\x1b[31mred", "--dry-run")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: machine name") and "--machine-name 'lab-h200-1'" in bad.stderr

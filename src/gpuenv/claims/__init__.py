@@ -26,7 +26,6 @@ from gpuenv.claims.check import (
     check_claim,
     closest,
     device_class,
-    machine_label,
     rate_in,
     record_path,
 )
@@ -34,5 +33,5 @@ from gpuenv.claims.register import HARDWARE, KINDS, REGISTER, UNITS, Check, Clai
 from gpuenv.claims.text import fmt, measured_line, text_report, with_unit
 
 __all__ = ["HARDWARE", "KINDS", "REGISTER", "UNITS", "Check", "Claim", "Measured", "Result", "candidates", "check_all", "check_claim",
-           "closest", "device_class", "fmt", "load_register", "machine_label", "measured_line", "rate_in", "record_path", "register_path",
+           "closest", "device_class", "fmt", "load_register", "measured_line", "rate_in", "record_path", "register_path",
            "text_report", "with_unit"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpuenv.claims.register import Claim, load_register
 from gpuenv.format import duration
+from gpuenv.measure.fingerprint import identity
 from gpuenv.modes import of
 from gpuenv.modes.base import StepRate
 from gpuenv.results.schema import Record
@@ -44,19 +45,13 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         def m(x: Measured | None) -> dict | None:
             return None if x is None else {"value": x.value, "ci_low": x.ci_low, "ci_high": x.ci_high, "case_key": x.case_key,
-                                           "machine": machine_label(x.record), "path": x.path}
+                                           "machine": identity(x.record), "path": x.path}
 
         c = self.claim
         return {"id": c.id, "who": c.who, "stated": c.stated, "unit": c.unit, "claimed": c.central, "stated_range": list(c.stated_range()),
                 "hardware": c.hardware, "protocol": c.protocol, "source": c.source, "status": self.status,
                 "measured": m(self.measured), "protocol_run": m(self.protocol_run), "ratio": self.ratio,
                 "differences": self.differences, "to_check": self.to_check, "detail": self.detail}
-
-
-def machine_label(record: Record) -> str:
-    m = record.where.machine
-    gpu = f", GPU {m.gpus[0].name}" if m.gpus else ", no GPU"
-    return f"{m.cpu_model or 'unknown CPU'} ({m.cpu_logical} logical cores){gpu}"
 
 
 def device_class(record: Record) -> str:
@@ -155,11 +150,11 @@ def _hardware_differences(claim: Claim, record: Record) -> list[str]:
     measured = device_class(record)
     if claim.hardware_class != "unstated" and claim.hardware_class != measured:
         out.append(f"hardware class: claimed on {claim.hardware_class.upper()} ({claim.hardware}), measured on {measured.upper()} "
-                   f"({machine_label(record)})")
+                   f"({identity(record)})")
     elif claim.hardware_class == "unstated":
-        out.append(f"hardware not stated by the claim; measured on {machine_label(record)}")
+        out.append(f"hardware not stated by the claim; measured on {identity(record)}")
     else:
-        out.append(f"hardware: claimed on {claim.hardware}; measured on {machine_label(record)}")
+        out.append(f"hardware: claimed on {claim.hardware}; measured on {identity(record)}")
     return out
 
 

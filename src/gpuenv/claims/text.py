@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuenv.claims.check import Measured, Result, machine_label
+from gpuenv.claims.check import Measured, Result
 from gpuenv.claims.register import Claim
 from gpuenv.format import duration, fmt_rate
+from gpuenv.measure.fingerprint import identity
 
 
 def fmt(x: float, unit: str) -> str:
@@ -23,7 +24,7 @@ def with_unit(x: float, unit: str) -> str:
 
 def measured_line(c: Claim, m: Measured, label: str = "measured") -> str:
     return (f"{label}: {with_unit(m.value, c.unit)} ({fmt(m.ci_low, c.unit)}-{fmt(m.ci_high, c.unit)}, 95% interval), "
-            f"{m.case_key} [{m.path}], on {machine_label(m.record)}")
+            f"{m.case_key} [{m.path}], on {identity(m.record)}")
 
 
 def text_report(results: list[Result], register: Path) -> list[str]:

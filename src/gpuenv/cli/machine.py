@@ -78,6 +78,8 @@ def info(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = F
         return
     m = data["machine"]
     t = Table(title="machine", title_justify="left", show_header=False)
+    if m.get("name"):
+        t.add_row("name", markup(m["name"]))
     t.add_row("cpu", markup(f"{m['cpu_model']} ({m['cpu_physical']} physical / {m['cpu_logical']} logical cores)"))
     t.add_row("memory", f"{m['memory_gib']} GiB")
     t.add_row("os / python", markup(f"{m['os']} / {m['python']}"))

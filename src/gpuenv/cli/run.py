@@ -5,6 +5,7 @@ gpuenv.images) and prints."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import signal
 from collections.abc import Callable, Iterator
@@ -94,10 +95,13 @@ def bench(
     warmups: Annotated[int | None, typer.Option("--warmups", "-w", help="untimed values per process before the timed ones, replacing the suite's")] = None,
     min_time: Annotated[float | None, typer.Option("--min-time", help="seconds each timed value lasts at least, replacing the suite's")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the cases and how each would be measured; run nothing, write nothing")] = False,
+    machine_name: Annotated[str | None, typer.Option("--machine-name", help="your name for this machine, carried by every record and shown wherever its numbers are (GPUENV_MACHINE_NAME)")] = None,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
     from gpuenv.doctor import failures, in_gpu_image, run_checks
     from gpuenv.gpu import CPU_FALLBACK_HINT, cpu_ok
+    from gpuenv.measure.system import MACHINE_NAME_ENV
+    from gpuenv.measure.system import machine_name as system_machine_name
     from gpuenv.report.table import footnotes, tables
     from gpuenv.results.schema import record_tags
     from gpuenv.results.store import checked_run_id, new_run_id, prepare_dir
@@ -110,6 +114,9 @@ def bench(
             hint = f"; {CPU_FALLBACK_HINT}" if bad[0].name == "gpu" else ""
             raise UserError(f"{bad[0].error()}{hint}; `gpuenv doctor` shows every check")
     record_tags()  # a bad GPUENV_RECORD_TAGS: one line now, not after the first case ran
+    if machine_name is not None:
+        os.environ[MACHINE_NAME_ENV] = machine_name  # the workers and the records read it from there
+    system_machine_name()  # a bad name: one line now
     measure = {k: v for k, v in (("processes", processes), ("values", values), ("warmups", warmups), ("min_time_s", min_time))
                if v is not None}
     bp = bench_plan(suite, backends=backend, tasks=task, num_envs=num_envs, seeds=seeds, cases=case, measure=measure)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuenv.history.regress import Found, Search, Stopped
+from gpuenv.measure.fingerprint import identity
 from gpuenv.modes import of
 from gpuenv.results.schema import Record
 
@@ -63,7 +64,7 @@ def regression_alarm(f: Found) -> Alarm:
         f"- before: {_value(before)}; {_side(before)}",
         f"- after: {_value(after)}; {_side(after)}",
         f"- what changed: {row[6]}",
-        f"- machine: {_machine(after)}",
+        f"- machine: {identity(after)}",
         "",
         "Reproduce the case, then compare the two sides interleaved (which tells a real change from the machine's drift):",
         "",
@@ -77,12 +78,6 @@ def stopped_alarm(s: Stopped) -> Alarm:
     body = (f"**{s.case}** was last measured in run `{s.last_run}` ({s.last_utc[:10]}); {s.later_runs} later runs of its suite "
             f"measured its backend and task without it: {why}.")
     return Alarm(f"gpuenv: {s.case} stopped after run {s.last_run}", body)
-
-
-def _machine(r: Record) -> str:
-    from gpuenv.measure.fingerprint import identity
-
-    return identity(r)
 
 
 def alarms(search: Search, recent: int = RECENT) -> list[Alarm]:

@@ -29,7 +29,7 @@ ENV_NAME = "existing-gpuenv"
 def machine_name(r: Record) -> str:
     m = r.where.machine
     gpu = "; ".join(g.name for g in m.gpus) or "nogpu"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{m.cpu_model}-{m.cpu_logical}c-{gpu}").strip("-")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", m.name or f"{m.cpu_model}-{m.cpu_logical}c-{gpu}").strip("-")
 
 
 def tracked_libraries() -> tuple[str, ...]:

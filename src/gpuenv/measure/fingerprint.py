@@ -135,9 +135,12 @@ def differs(a: Fingerprint | None, b: Fingerprint | None) -> str | None:
 
 
 def identity(record: RecordBase) -> str:
+    """The machine a record names: the user's name for it where given, its CPU model and cores, its
+    GPUs with their driver. Records of one identity are one machine where their speeds agree (machines)."""
     m = record.where.machine
-    gpus = "; ".join(g.name for g in m.gpus) or "no GPU"
-    return f"{m.cpu_model} ({m.cpu_logical} cores), {gpus}"
+    gpus = "; ".join(f"{g.name} (driver {g.driver})" for g in m.gpus) or "no GPU"
+    named = f"{m.name}: " if m.name else ""
+    return f"{named}{m.cpu_model or 'unknown CPU'} ({m.cpu_logical} cores), {gpus}"
 
 
 def _run_fingerprint(records: list[R]) -> Fingerprint | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -126,7 +127,6 @@ def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
 def image_git_sha() -> str | None:
     """The commit an image was built from (GPUENV_GIT_SHA); None where it is not a commit id
     ("unknown" in an image built outside a checkout)."""
-    import re
 
     from gpuenv.results.types import GIT_SHA
 
@@ -134,10 +134,26 @@ def image_git_sha() -> str | None:
     return sha if re.fullmatch(GIT_SHA, sha) else None
 
 
+MACHINE_NAME_ENV = "GPUENV_MACHINE_NAME"
+
+
+def machine_name() -> str | None:
+    """The user's name for this machine (GPUENV_MACHINE_NAME); UserError when records could not carry it."""
+    from gpuenv.errors import UserError
+    from gpuenv.results.types import MACHINE_NAME
+
+    name = os.environ.get(MACHINE_NAME_ENV, "").strip()
+    if name and not re.fullmatch(MACHINE_NAME, name):
+        raise UserError(f"machine name {name[:70]!r}: use up to 64 letters, digits, spaces and '_.+-', starting with a letter "
+                        "or digit (e.g. --machine-name 'lab-h200-1')")
+    return name or None
+
+
 def machine() -> dict:
     """The machine as every record describes it."""
     vm = psutil.virtual_memory()
     return {
+        "name": machine_name(),
         "hostname": platform.node(),
         "os": platform.platform(),
         "python": platform.python_version(),

@@ -15,8 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpuenv.claims import machine_label
 from gpuenv.format import attr, fmt_rate, html_table, slug
+from gpuenv.measure.fingerprint import identity
 from gpuenv.modes import of
 from gpuenv.modes.base import StepRate
 from gpuenv.results.models import Container
@@ -124,7 +124,7 @@ def case_page(r: Record, root: Path, css: str) -> None:
         ("native env", r.what.native_env_id), *mode.page_rows(r),
         ("startup s (median)", s and s.startup_s_median), ("compile s (median)", s and s.compile_s_median),
         ("host memory MiB (per env)", s.host_memory_cell() if s else "-"), ("device peak MiB", s and s.device_peak_mib),
-        ("machine", f"{machine_label(r)}, {m.memory_gib} GiB"),
+        ("machine", f"{identity(r)}, {m.memory_gib} GiB"),
         ("python", m.python), ("gpuenv commit", r.where.git.sha),
         ("image", container.image or "none (ran outside a gpuenv image)"), ("image id", container.id or "-"),
         ("image base", container.base or "-"),
@@ -159,7 +159,7 @@ def _hover(r: Record, step: StepRate) -> str:
              f"{fmt_rate(step.median)} env steps/s ({fmt_rate(step.ci_low)}-{fmt_rate(step.ci_high)})",
              f"startup {s.startup_s_median:.1f} s, compile {s.compile_s_median:.1f} s" if s else "",
              f"host memory {attr(s.host_memory_cell() if s else '-')} MiB",
-             attr(machine_label(r)), "click: the case's page"]
+             attr(identity(r)), "click: the case's page"]
     return "<br>".join(parts)
 
 
@@ -232,7 +232,7 @@ def claims_page(records: list[Record], root: Path, css: str) -> Path:
         if res.status == "arithmetic":
             mcell = res.detail
         elif m:
-            mcell = f"{cl.with_unit(m.value, c.unit)} ({cl.fmt(m.ci_low, c.unit)}-{cl.fmt(m.ci_high, c.unit)}) on {cl.machine_label(m.record)}"
+            mcell = f"{cl.with_unit(m.value, c.unit)} ({cl.fmt(m.ci_low, c.unit)}-{cl.fmt(m.ci_high, c.unit)}) on {identity(m.record)}"
         else:
             mcell = "nothing comparable yet"
         case = f"<a href='{attr(case_href(m.record))}'>{attr(m.case_key)}</a>" if m else ""
@@ -249,7 +249,7 @@ def claims_page(records: list[Record], root: Path, css: str) -> Path:
         if not (m and res.ratio):
             return ""
         return "<br>".join([f"<b>{attr(c.id)}</b>: measured {attr(cl.with_unit(m.value, c.unit))}", attr(m.case_key),
-                            attr(cl.machine_label(m.record)), f"claimed / measured: {res.ratio:.3g}", "click: the case's page"])
+                            attr(identity(m.record)), f"claimed / measured: {res.ratio:.3g}", "click: the case's page"])
 
     ms = [res.measured for res in plotted]
     traces: list[dict] = [

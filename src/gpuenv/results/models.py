@@ -22,6 +22,7 @@ from gpuenv.results.types import (
     Fraction,
     GitSha,
     Identifier,
+    MachineName,
     Model,
     NonNegFloat,
     NonNegInt,
@@ -135,6 +136,7 @@ class Machine(OpenModel):
     gpus: list[Gpu]
     fingerprint: Fingerprint | None = None  # absent in records before gpuenv measured it
     container: Container | None = None  # the gpuenv image it ran in; absent outside one
+    name: MachineName | None = None  # the user's name for it (GPUENV_MACHINE_NAME, bench --machine-name); absent: unnamed
 
 
 def _commit_or_none(value: Any) -> Any:

@@ -25,6 +25,8 @@ Bool = StrictBool
 # Safe in a file name and in rich markup: `sync[/]` or `a/b` are refused.
 IDENTIFIER = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"  # suite, run, case and backend names: file names, never options
 Identifier = Annotated[str, StringConstraints(strict=True, pattern=IDENTIFIER)]
+MACHINE_NAME = r"^[A-Za-z0-9][A-Za-z0-9 _.+-]{0,63}$"  # a user's name for a machine: shown in every heading, no markup
+MachineName = Annotated[str, StringConstraints(strict=True, pattern=MACHINE_NAME)]
 WorkloadId = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
 # Values that reach a command line or a file name (git, asv): what they are and nothing else, so a
 # record's text can never become an option ("--output=...") or a path ("../..").
