@@ -227,3 +227,13 @@ def test_a_named_machine_is_named_in_its_records_and_wherever_its_numbers_are_sh
     assert "lab box 1" in cli("info", env={"GPUENV_MACHINE_NAME": "lab box 1"}).stdout
     bad = cli("bench", "--suite", str(suite), "--out", str(out), "--machine-name", "a\x1b[31mred", "--dry-run")
     assert bad.returncode == 2 and bad.stderr.startswith("error: machine name") and "--machine-name 'lab-h200-1'" in bad.stderr
+
+
+def test_compare_names_each_sides_runs_dates_and_machine(cli):
+    old, new = (str(ROOT / "results" / "published" / r) for r in ("20261203T143723Z-eb9175", "20261203T151540Z-c0c44f"))
+    r = cli("compare", old, new)
+    lines = r.stdout.replace("\n", " ")
+    assert "OLD: run 20261203T143723Z-eb9175 (2026-12-03 14:39 to 14:48 UTC) on Intel(R) Xeon(R) Processor (2 cores), no GPU" in lines
+    assert "NEW: run 20261203T151540Z-c0c44f (2026-12-03 15:16 to 15:21 UTC) on Intel(R) Xeon(R)" in lines
+    doc = json.loads(cli("compare", old, new, "--json").stdout)
+    assert doc["old"].startswith("run 20261203T143723Z-eb9175 (") and doc["new"].startswith("run 20261203T151540Z-c0c44f (")

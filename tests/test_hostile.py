@@ -329,7 +329,10 @@ def test_ctrl_c_during_startup_is_one_line_never_a_traceback(tmp_path):
 
     def interrupt(delay: float) -> str:
         """'landed' (one line, exit 130), 'early' (ended by the signal, silently) or 'late' (it finished)."""
-        p = subprocess.Popen([str(gpuenv), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # SIGINT as a terminal leaves it: a background job of a non-interactive shell (as CI may run
+        # the tests) inherits it ignored, and Python then installs no handler: every run would end 'late'
+        p = subprocess.Popen([str(gpuenv), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)

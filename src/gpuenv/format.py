@@ -35,6 +35,14 @@ _PALETTE = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab
 _COLOURS: dict[str, str] = {}
 
 
+def time_span(times: list[str]) -> str:
+    """ISO-8601 UTC times as '2026-12-04 04:44 to 04:45 UTC' (first to last, to the minute)."""
+    start, end = (t.replace("T", " ")[:16] for t in (min(times), max(times)))
+    if start == end:
+        return f"{start} UTC"
+    return f"{start} to {end[11:] if end[:10] == start[:10] else end} UTC"
+
+
 def colour(name: str) -> str:
     """One colour per backend:variant across every plot of a site."""
     if name not in _COLOURS:

@@ -72,6 +72,7 @@ def compare(
         if regressed or mem_regressed:
             raise typer.Exit(EXIT_CASE_FAILED)
         return
+    console.print(f"OLD: {markup(c.old_side)}\nNEW: {markup(c.new_side)}", highlight=False)
     t = Table(title="NEW vs OLD, 95% interval", title_justify="left")
     for col in ("case", "measure", "OLD", "NEW", "NEW/OLD", "95% interval", "verdict"):
         t.add_column(col)

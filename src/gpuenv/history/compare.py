@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpuenv.measure.fingerprint import runs_line
 from gpuenv.modes import of
 from gpuenv.results.schema import Record
 
@@ -188,6 +189,8 @@ class Comparison:
     versions: dict  # package -> (old, new)
     calibrated: dict = field(default_factory=dict)  # case key -> its A/A calibration (calibration.Noise)
     uncalibrated: list = field(default_factory=list)  # case keys compared without one
+    old_side: str = ""  # OLD's runs, when and on which machine (fingerprint.runs_line)
+    new_side: str = ""
 
     @property
     def regressed(self) -> list:
@@ -197,7 +200,7 @@ class Comparison:
         """Everything the table and its notes say, for `compare --json`."""
         from dataclasses import asdict
 
-        return {"rows": [asdict(r) for r in self.rows], "memory": [asdict(r) for r in self.mem_rows], "threshold": self.threshold,
+        return {"old": self.old_side, "new": self.new_side, "rows": [asdict(r) for r in self.rows], "memory": [asdict(r) for r in self.mem_rows], "threshold": self.threshold,
                 "hardware_differs": {k: list(v) for k, v in self.differs.items()},
                 "speed_moved": [{"case": k, "why": w} for k, w in self.apart], "no_fingerprint": self.no_fingerprint,
                 "only_old": self.only_old, "only_new": self.only_new, "versions": {k: list(v) for k, v in self.versions.items()},
@@ -278,4 +281,5 @@ def compare_runs(old_recs: list[Record], new_recs: list[Record], threshold: floa
         threshold=threshold, differs=diff, apart=apart, no_fingerprint=no_fingerprint, only_old=only_old, only_new=only_new,
         versions=version_changes(old_recs, new_recs), calibrated=found,
         uncalibrated=sorted({b.case_key for _, b in pairs} - set(found)),
+        old_side=runs_line(old_recs), new_side=runs_line(new_recs),
     )

@@ -176,6 +176,24 @@ def machines(records: list[R]) -> list[tuple[str, list[R]]]:
     return out
 
 
+def runs_line(records: list[R], most: int = 3) -> str:
+    """Which runs the records are of, when, and on which machine(s): 'run R (2026-12-03 14:37 to 14:55
+    UTC) on MACHINE' (a few runs named, the rest counted), for a command that sets two sides apart."""
+    from gpuenv.format import time_span
+
+    if not records:
+        return "no records"
+    parts = []
+    for label, recs in machines(records):
+        runs: dict[str, list[str]] = {}
+        for r in recs:
+            runs.setdefault(r.run_id, []).append(r.created_utc)
+        named = [f"run {k} ({time_span(v)})" for k, v in sorted(runs.items(), key=lambda kv: min(kv[1]))]
+        more = f" and {len(named) - most} more run(s)" if len(named) > most else ""
+        parts.append(f"{', '.join(named[:most])}{more} on {label}")
+    return "; ".join(parts)
+
+
 def drift(records: list[R]) -> list[str]:
     """One line per run whose machine speed moved beyond noise between its cases (a busy neighbour)."""
     runs: dict[str, list[tuple[Fingerprint, R]]] = {}

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from gpuenv.format import time_span
 from gpuenv.measure.fingerprint import machines
 from gpuenv.modes import of
 from gpuenv.registry import default_registry
@@ -57,15 +58,8 @@ class Section:
                 out[name] = " / ".join(seen)
         return out
 
-    def when(self) -> str:
-        """'2026-12-04 04:44 to 04:45 UTC' (the run's first and last record)."""
-        start, end = (t.replace("T", " ")[:16] for t in self.span)
-        if start == end:
-            return f"{start} UTC"
-        return f"{start} to {end[11:] if end[:10] == start[:10] else end} UTC"
-
     def heading(self) -> str:
-        when = self.when()
+        when = time_span(list(self.span))
         commit = f", commit {self.commit}" if self.commit else ""
         libs = ", ".join(f"{k} {v}" for k, v in self.versions.items())
         return (f"machine [{self.machine_index}] {self.machine}\n"
