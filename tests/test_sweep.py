@@ -67,3 +67,15 @@ def test_sweep_builds_caches_and_reports_unresolvable_versions(cli, tmp_path):
     assert second.stdout.count("reused the cached environment") == 2, second.stdout
     said = " ".join(second.stdout.split())
     assert "one after another" in said and "the machine's drift is in them" in said
+
+
+def test_a_sweep_where_every_case_failed_draws_no_plot_instead_of_a_traceback(tmp_path):
+    """A log axis of nothing raised matplotlib's ValueError out of `gpuenv sweep` (seen in CI when
+    every version set's workers failed)."""
+    from types import SimpleNamespace
+
+    from gpuenv.history import sweep as sw
+
+    failed = SimpleNamespace(status="failed")
+    assert sw.plot({"fake-ok-cartpole-n1": [("typer==0.13.1", failed)]}, ["typer==0.13.1"], tmp_path / "s.png") is False
+    assert not (tmp_path / "s.png").exists()

@@ -27,8 +27,8 @@ def _flag_hint_dropped() -> None:
     a flag shows none (as in click's, argparse's and pyperf's help)."""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "gpuenv", False):
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "gpuenv", False):  # older typer (a sweep's version set) has no such hint
         return
 
     def display_type_rich(self: TyperOption, ctx: object) -> str | None:

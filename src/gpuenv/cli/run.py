@@ -379,8 +379,10 @@ def sweep(
             console.print(f"[dim]{markup(vs.label)}: {vs.status}; resolved {markup(resolved)}; records in {markup(vs.run_dir)}[/]", highlight=False)
     if series:
         try:
-            sw.plot(series, labels, out / sweep_id / "sweep.png")
-            console.print(f"plot: {markup(out / sweep_id / 'sweep.png')}")
+            if sw.plot(series, labels, out / sweep_id / "sweep.png"):
+                console.print(f"plot: {markup(out / sweep_id / 'sweep.png')}")
+            else:
+                console.print("[dim]no plot: no version set measured a number (every case failed; see above)[/]")
         except ImportError:
             console.print("[dim]no plot: matplotlib is not installed (pip install 'gpuenv[history]')[/]")
     bad = [vs for vs in sets if not vs.status.startswith("ran")]

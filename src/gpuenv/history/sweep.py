@@ -202,9 +202,13 @@ def collect(sets: list[VersionSet]) -> Series:
     return out
 
 
-def plot(series: Series, labels: list[str], path: Path) -> None:
+def plot(series: Series, labels: list[str], path: Path) -> bool:
+    """The sweep's figure at `path`; False (nothing drawn) where no case measured a number under any
+    version set (every worker failed: a log axis of nothing is an error, not a figure)."""
     from gpuenv.escape import mathtext, pyplot
 
+    if not any(r.status == "ok" for pts in series.values() for _, r in pts):
+        return False
     plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -226,6 +230,7 @@ def plot(series: Series, labels: list[str], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 @dataclass(frozen=True)

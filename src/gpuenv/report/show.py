@@ -92,16 +92,17 @@ def row(r: Record) -> dict[str, Any]:
         h = of(r).headline(r)
         out |= {"value": h.value, "ci_low": h.ci_low, "ci_high": h.ci_high, "unit": h.unit, "higher_is_better": h.higher_is_better}
     elif r.failure is not None:
-        out["failure"] = r.failure.reason
+        out |= {"failure": r.failure.reason}
     return out
 
 
 def to_json(found: list[Section]) -> dict[str, Any]:
-    machines_out: dict[int, dict[str, Any]] = {}
+    label: dict[int, str] = {}
+    runs: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for s in found:
-        m = machines_out.setdefault(s.machine_index, {"machine": s.machine, "runs": []})
-        m["runs"].append(s.to_dict())
-    return {"machines": list(machines_out.values())}
+        label[s.machine_index] = s.machine
+        runs[s.machine_index].append(s.to_dict())
+    return {"machines": [{"machine": label[i], "runs": runs[i]} for i in label]}
 
 
 def markdown(found: list[Section]) -> str:
