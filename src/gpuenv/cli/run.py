@@ -311,6 +311,7 @@ def sweep(
 ) -> None:
     """Run the same suite under several versions of a library, each in its own cached environment, interleaved case by case."""
     from gpuenv.history import sweep as sw
+    from gpuenv.history import versionsets as vsets
     from gpuenv.history.compare import check_threshold
     from gpuenv.pins import parse_with
     from gpuenv.results.store import new_run_id
@@ -320,9 +321,9 @@ def sweep(
     if not one_after_another and not 3 <= blocks <= 1000:
         raise UserError(f"--blocks {blocks}: give 3 or more interleaved blocks (6 is the default)")
     out = out_dir(out_)
-    package, versions = sw.parse_spec(spec)
+    package, versions = vsets.parse_spec(spec)
     pins = parse_with(with_ or [])
-    name = sw.swept_backend(package, backend)
+    name = vsets.swept_backend(package, backend)
     load_any(suite, default_registry())  # a bad suite name fails here, before any environment is built
     from gpuenv.run.plan import bench_plan
 
@@ -330,15 +331,15 @@ def sweep(
     bp = None if one_after_another else bench_plan(suite, backends=[name], tasks=task, here=False)
     sweep_id = new_run_id()
     bench_args = ["--suite", suite, "--backend", name, *[a for t in task or [] for a in ("--task", t)]]
-    sets = [sw.version_set(package, v, pins, name.split(":")[0]) for v in versions]
+    sets = [vsets.version_set(package, v, pins, name.split(":")[0]) for v in versions]
     how_run = "one after another" if one_after_another else f"interleaved, {blocks} blocks per case"
     console.print(f"[bold]gpuenv sweep[/] {package} over {', '.join(versions)} ({markup(suite)} suite, backend {name}, {how_run}), "
                   f"sweep {sweep_id}")
     for vs in sets:
-        sw.prepare(vs)
+        vsets.prepare(vs)
         how = "reused the cached environment" if vs.reused else "resolved and built the environment"
         if vs.status != "ready":
-            console.print(sw.not_ready_line(vs), highlight=False)
+            console.print(vsets.not_ready_line(vs), highlight=False)
             continue
         console.print(f"{markup(vs.label)}: {how} in {vs.setup_s:.1f} s ({markup(vs.env_dir)})", highlight=False)
         if one_after_another:

@@ -77,7 +77,7 @@ def new(suite: str, filters: dict, options: Options, out: Path, *, sweep: str | 
     mode, s = load_any(suite, registry)
     backends = filters.get("backends")
     if sweep:
-        from gpuenv.history.sweep import parse_spec, swept_backend
+        from gpuenv.history.versionsets import parse_spec, swept_backend
 
         package = parse_spec(sweep)[0]
         if options.container != "none":

@@ -104,7 +104,7 @@ def submit(d: Dispatch, tasks: list[Task]) -> None:
 def version_sets(spec: str, pins: list[str], backend: str, console: Any) -> list[tuple[str, str | None, dict | None]]:
     """(label, interpreter, tags) per version set of a sweep that resolved and built here (the
     environments are cached under gpuenv's cache: on a cluster, a filesystem the nodes share)."""
-    from gpuenv.history import sweep as sw
+    from gpuenv.history import versionsets as sw
     from gpuenv.results.store import new_run_id
 
     package, versions = sw.parse_spec(spec)

@@ -43,7 +43,7 @@ class Side:
     src: Path | None = None  # the src/ its workers import gpuenv from (None: this checkout's)
     package: str | None = None  # version set: the package, its version
     version: str | None = None
-    version_set: Any = None  # gpuenv.history.sweep.VersionSet once prepared
+    version_set: Any = None  # gpuenv.history.versionsets.VersionSet once prepared
 
 
 def _git(*args: str, where: Path = envs.ROOT) -> subprocess.CompletedProcess:
@@ -95,10 +95,10 @@ def prepare(side: Side, backend: str | None) -> None:
     if side.kind == "revision":
         side.src = export_revision(side.git["sha"]) / "src"
     elif side.kind == "version set":
-        from gpuenv.history import sweep
+        from gpuenv.history import versionsets
 
         assert backend is not None and side.package and side.version
-        vs = sweep.prepare(sweep.version_set(side.package, side.version, [], backend.split(":")[0]))
+        vs = versionsets.prepare(versionsets.version_set(side.package, side.version, [], backend.split(":")[0]))
         if vs.status != "ready":
             raise UserError(f"side {side.spec}: {vs.status}: {vs.reason}")
         side.version_set = vs
@@ -138,9 +138,9 @@ def export_revision(sha: str) -> Path:
 def swept_backend(sides: list[Side], backends: list[str] | None) -> str | None:
     """The backend a version-set side's package belongs to (both sides must agree); None where no
     side is a version set."""
-    from gpuenv.history import sweep
+    from gpuenv.history.versionsets import swept_backend as package_backend
 
-    names = {sweep.swept_backend(s.package, None).split(":")[0] for s in sides if s.kind == "version set" and s.package}
+    names = {package_backend(s.package, None).split(":")[0] for s in sides if s.kind == "version set" and s.package}
     if not names:
         return None
     if len(names) > 1:
@@ -283,7 +283,7 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
             if k == 2:
                 tags.update(aa=sides[0].label == sides[1].label, paired_run=run_ids[names[1 - j]])
             if side.version_set is not None:
-                from gpuenv.history.sweep import tags_of
+                from gpuenv.history.versionsets import tags_of
 
                 tags.update(tags_of(side.version_set, ab_id))
             try:
