@@ -176,6 +176,19 @@ def machines(records: list[R]) -> list[tuple[str, list[R]]]:
     return out
 
 
+def runs_by_machine(records: list[R]) -> list[tuple[int, str, str, list[R]]]:
+    """(machine number from 1, machine label, run id, that run's records): per machine in `machines`'
+    order, its runs in the order they started."""
+    out = []
+    for i, (label, recs) in enumerate(machines(records), 1):
+        runs: dict[str, list[R]] = {}
+        for r in recs:
+            runs.setdefault(r.run_id, []).append(r)
+        for run_id in sorted(runs, key=lambda k: (min(r.created_utc for r in runs[k]), k)):
+            out.append((i, label, run_id, runs[run_id]))
+    return out
+
+
 def runs_line(records: list[R], most: int = 3) -> str:
     """Which runs the records are of, when, and on which machine(s): 'run R (2026-12-03 14:37 to 14:55
     UTC) on MACHINE' (a few runs named, the rest counted), for a command that sets two sides apart."""
@@ -183,14 +196,13 @@ def runs_line(records: list[R], most: int = 3) -> str:
 
     if not records:
         return "no records"
+    named: dict[str, list[str]] = {}
+    for _, label, run_id, recs in runs_by_machine(records):
+        named.setdefault(label, []).append(f"run {run_id} ({time_span([r.created_utc for r in recs])})")
     parts = []
-    for label, recs in machines(records):
-        runs: dict[str, list[str]] = {}
-        for r in recs:
-            runs.setdefault(r.run_id, []).append(r.created_utc)
-        named = [f"run {k} ({time_span(v)})" for k, v in sorted(runs.items(), key=lambda kv: min(kv[1]))]
-        more = f" and {len(named) - most} more run(s)" if len(named) > most else ""
-        parts.append(f"{', '.join(named[:most])}{more} on {label}")
+    for label, runs in named.items():
+        more = f" and {len(runs) - most} more run(s)" if len(runs) > most else ""
+        parts.append(f"{', '.join(runs[:most])}{more} on {label}")
     return "; ".join(parts)
 
 

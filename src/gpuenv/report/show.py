@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuenv.format import time_span
-from gpuenv.measure.fingerprint import machines
+from gpuenv.measure.fingerprint import runs_by_machine
 from gpuenv.modes import of
 from gpuenv.registry import default_registry
 from gpuenv.results.schema import Record
@@ -32,8 +32,8 @@ class Section:
 
     @property
     def span(self) -> tuple[str, str]:
-        times = sorted(r.created_utc for r in self.records)
-        return times[0], times[-1]
+        times = [r.created_utc for r in self.records]
+        return min(times), max(times)
 
     @property
     def commit(self) -> str | None:
@@ -59,7 +59,7 @@ class Section:
         return out
 
     def heading(self) -> str:
-        when = time_span(list(self.span))
+        when = time_span([r.created_utc for r in self.records])
         commit = f", commit {self.commit}" if self.commit else ""
         libs = ", ".join(f"{k} {v}" for k, v in self.versions.items())
         return (f"machine [{self.machine_index}] {self.machine}\n"
@@ -73,14 +73,7 @@ class Section:
 
 def sections(records: list[Record]) -> list[Section]:
     """Per machine (in `machines`' order), its runs in the order they started."""
-    out = []
-    for i, (label, recs) in enumerate(machines(records), 1):
-        runs: dict[str, list[Record]] = defaultdict(list)
-        for r in recs:
-            runs[r.run_id].append(r)
-        for run_id in sorted(runs, key=lambda k: (min(r.created_utc for r in runs[k]), k)):
-            out.append(Section(i, label, run_id, runs[run_id]))
-    return out
+    return [Section(*group) for group in runs_by_machine(records)]
 
 
 def row(r: Record) -> dict[str, Any]:
