@@ -41,17 +41,12 @@ class TimeToReward(Mode["TtrRecord"]):
         from dataclasses import replace
 
         from gpuenv.errors import UserError
-        from gpuenv.suites import at_most
 
         other = sorted(set(settings) - {"processes"})
         if other:
             raise UserError(f"{where}: {', '.join(other)} apply to throughput suites; a time-to-reward suite's processes are its "
                             "seeds (--processes or --seeds)")
-        n = settings["processes"]
-        if n < 1:
-            raise UserError(f"{where}: processes (seeds) must be >= 1")
-        at_most("seeds", n, where)
-        return replace(item, run=replace(item.run, seeds=n, pass_min_seeds=min(item.run.pass_min_seeds, n)))
+        return replace(item, run=item.run.with_seeds(settings["processes"], where))
 
     def describe(self, item: Any) -> str:
         c = item.case

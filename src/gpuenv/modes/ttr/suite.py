@@ -25,7 +25,7 @@ Hopper at 6000, Gymnasium at 3800) and Isaac Lab scales rewards by dt.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,14 @@ class RunSpec:
     seeds: int = 3
     pass_min_seeds: int = 2
     timeout_s: float = 1800.0
+
+    def with_seeds(self, n: int, where: str) -> RunSpec:
+        """These settings with n seeds instead (`--seeds`, `bench --processes`, `ab`'s blocks), as many
+        required to pass as before but never more than n; UserError naming `where` for an n out of range."""
+        if n < 1:
+            raise UserError(f"{where}: seeds must be >= 1 (got {n})")
+        at_most("seeds", n, where)
+        return replace(self, seeds=n, pass_min_seeds=min(self.pass_min_seeds, n))
 
 
 @dataclass(frozen=True)
@@ -166,14 +174,14 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
         raise UserError(f"{where}: [run] must be a table")
     run = RunSpec(**_typed(run_table, _RUN, f"{where} [run]", required=False))
     if seeds is not None:
-        run = RunSpec(seeds, min(run.pass_min_seeds, seeds), run.timeout_s)
+        run = run.with_seeds(seeds, "--seeds")
     if run.seeds < 1:
         raise UserError(f"{where}: seeds must be >= 1 (got {run.seeds})")
     if not 1 <= run.pass_min_seeds <= run.seeds:
         raise UserError(f"{where}: pass_min_seeds must be between 1 and seeds ({run.seeds})")
     if run.timeout_s <= 0:
         raise UserError(f"{where}: timeout_s must be > 0")
-    at_most("seeds", run.seeds, f"{where} [run]" if seeds is None else "--seeds")
+    at_most("seeds", run.seeds, f"{where} [run]")  # an override was checked by with_seeds, naming --seeds
     at_most("timeout_s", run.timeout_s, f"{where} [run]")
     tables = data.get("case")
     if not isinstance(tables, list) or not tables:
