@@ -113,6 +113,7 @@ phase_ppo = { n_steps = 16, n_epochs = 1, batch_size = 64 }
 """
 
 
+@pytest.mark.serial  # it sets two timings side by side (the composed PPO iteration vs +update): beside other tests' load that ratio once read 0.44
 def test_every_phase_is_measured_apart_and_tabled(cli, tmp_path):
     suite = write_suite(tmp_path / "phases.toml", PHASES_SUITE)
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=900)
