@@ -6,7 +6,7 @@ GPUENV := $(BIN)/gpuenv
 STAMP := $(VENV)/.installed
 BAKE := docker buildx bake -f docker/docker-bake.json
 
-.PHONY: install bench bench-overhead bench-pytest test test-images-gpu test-fast lint schema smoke ppo-smoke list info doctor clean images locks
+.PHONY: install gpu-wheels gpu-check bench bench-overhead bench-pytest test test-images-gpu test-fast lint schema smoke ppo-smoke list info doctor clean images locks
 
 # torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
 $(STAMP): pyproject.toml
@@ -58,6 +58,16 @@ locks: $(STAMP)
 ## PPO time-to-reward on CPU: CartPole (SB3) and Brax inverted_pendulum (Brax PPO), 3 seeds.
 ppo-smoke: $(STAMP)
 	$(GPUENV) bench --suite ppo-smoke $(ARGS)
+
+## The GPU parts of the decision (docs/gpu-check.md): `make gpu-wheels` here (internet) fills .whl/ with
+## what a GPU machine with JAX and torch lacks (under 50 MB); `make gpu-check` there runs the gpu-check
+## suite, show and decide within GPU_CHECK_BUDGET seconds. Here: GPUENV_CPU_OK=1 make gpu-check (16 envs).
+GPU_CHECK_BUDGET ?= 420
+gpu-wheels: $(STAMP)
+	$(GPUENV) images wheels .whl
+
+gpu-check:
+	bash tools/gpu-check.sh --budget $(GPU_CHECK_BUDGET)
 
 ## pytest-benchmark over gpuenv's synchronised unit, and its github-action-benchmark export.
 bench-pytest: $(STAMP)

@@ -170,21 +170,43 @@ def test_register_values_are_checked_before_any_arithmetic(cli, tmp_path, check,
 # --- decide -------------------------------------------------------------------------------------------
 
 
+VM = "4"  # the project's 2-core Intel VM in results/published, as `gpuenv show results/published` numbers machines
+
+
 def test_decide_answers_the_course_question_from_this_machines_records(cli):
-    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED))  # paths positional, as in claims, report
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", VM)  # paths positional, as in claims, report
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
+    assert f"from records of [{VM}] Intel(R) Xeon(R) Processor (2 cores), no GPU" in out
     assert "row: budget < 50M steps: CPU is fine" in out
     # the newest published run (make bench at 688bf61) measured +inference and learn for halfcheetah: the
     # answer is predicted PPO training, hours, not minutes of stepping; backends without parts say so
-    assert re.search(r"answer: envpool:\w+: trains 1 x 50,000,000 steps in [\d.]+ h \[[\d.]+ h-[\d.]+ h\] on the records' machine \(Intel",
+    assert re.search(r"answer: envpool:\w+: trains 1 x 50,000,000 steps in [\d.]+ h \[[\d.]+ h-[\d.]+ h\] on the records' machine \(\[4\] Intel",
                      out), out
     assert "training not predicted" in out and "on this machine" not in out
     assert "needs GPU measurements:" in out and "brax:generalized" in out and "mjx:jax" in out
     table = r.stdout.split("row:")[0]
     assert "gymnasium:subproc" in table and "stepping to budget" in table
-    old = cli("decide", "--task", "halfcheetah", "--budget", "50M", "--results", str(PUBLISHED))  # the old spelling still works
+    old = cli("decide", "--task", "halfcheetah", "--budget", "50M", "--results", str(PUBLISHED), "-m", VM)  # the old spelling still works
     assert old.returncode == 0 and old.stdout == r.stdout
+
+
+def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, published_records):
+    """The lent H200's gpu-check runs (two runs whose reference speed moved 1.7x: one machine by its
+    name) are the newest halfcheetah records: the answer is theirs, says it measured no CPU backend,
+    and lists the other machines with the flag that picks one."""
+    d = decide("halfcheetah", 50_000_000, 1, published_records)
+    assert d.machine.startswith("[5] lent-h200: ") and "NVIDIA H200" in d.machine and "over 2 runs" in d.machine
+    assert {o.selector for o in d.options} == {"brax:generalized", "mjx:jax"} and all(o.device == "gpu" for o in d.options)
+    brax = next(o for o in d.options if o.selector == "brax:generalized")
+    assert brax.num_envs == 8192 and brax.parts is not None and brax.parts.num_envs == 1024  # parts of the other run, same machine
+    assert d.answer.startswith("brax:generalized: trains 1 x 50,000,000 steps in") and "at 1024 envs" in d.answer
+    assert any("no CPU backend was measured on this machine" in w for w in d.why)
+    assert len(d.other_machines) == 3 and all(o.startswith("[") for o in d.other_machines)
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", "9")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--machine '9' names none of the machines with halfcheetah records" in r.stderr
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", "xeon")
+    assert r.returncode == 2 and "names 3 of the machines" in r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +221,7 @@ def published_records() -> list:
     ("ballchase", 10**6, 1, "course tasks: Godot CPU is fine", "godot:"),
 ])
 def test_decide_lands_in_each_row_of_the_table(published_records, task, budget, configs, row, answer):
-    d = decide(task, budget, configs, published_records)
+    d = decide(task, budget, configs, published_records, machine=VM)
     assert d.row == row and d.answer.startswith(answer), d.answer
     assert d.options and all(o.rate > 0 for o in d.options)
     if budget == 10**9:
@@ -250,7 +272,7 @@ def test_decide_predicts_training_from_its_parts(cli, tmp_path):
     doc = json.loads(j.stdout)
     (env,) = [x for x in doc["options"] if x["backend"] == "envpool:sync"]
     assert env["training"]["predicted_s"] == pytest.approx(mid) and env["training"]["learning_samples_per_s"] == 2000.0
-    assert doc["answer"] == d.answer and doc["versus_the_course"] and doc["machine"].startswith("Intel")
+    assert doc["answer"] == d.answer and doc["versus_the_course"] and doc["machine"].startswith("[1] Intel")
 
 
 def test_the_training_model_is_checked_against_time_to_reward_on_the_same_machine(tmp_path):

@@ -128,6 +128,7 @@ class Decision:
     needs_gpu: list[str] = field(default_factory=list)
     checks: list[ModelCheck] = field(default_factory=list)  # the training model against time-to-reward records
     versus: list[str] = field(default_factory=list)  # the course's rule against the numbers: agreement or not, the crossover
+    other_machines: list[str] = field(default_factory=list)  # machines in the records this answer is not from (--machine N)
 
     def to_dict(self) -> dict:
         """Everything `decide` prints, for `decide --json`."""
@@ -143,6 +144,7 @@ class Decision:
 
         return {"task": self.task, "budget": self.budget, "configs": self.configs, "machine": self.machine, "row": self.row,
                 "answer": self.answer, "why": self.why, "needs_gpu": self.needs_gpu, "versus_the_course": self.versus,
+                "other_machines": self.other_machines,
                 "options": [option(o) for o in self.options],
                 "model_checks": [{"case": c.case_key, "predicted_s": c.predicted_s, "low_s": c.predicted_lo, "high_s": c.predicted_hi,
                                   "measured_s": c.measured_s, "seeds": c.seeds, "error": c.error} for c in self.checks]}
@@ -167,19 +169,38 @@ def _of(opts: list[Option], row: str) -> list[Option]:
     return [o for o in opts if o.selector.split(":", 1)[0] in names]
 
 
-def options_for(task: str, records: list[Record]) -> tuple[str, list[Option]]:
-    """(machine, one option per backend:variant) from the machine with the newest records of this
-    task: records of different machines never mix in one answer."""
-    from gpuenv.claims import device_class
+def pick_machine(task: str, records: list[Record], machine: str | None) -> tuple[str, list[Record], list[str]]:
+    """(label, its records of `task`, the other machines' lines) for one machine: the one `machine`
+    names (its number in `gpuenv show`'s order, or text in its label), else the one with the newest
+    records of this task. Records of different machines never mix in one answer."""
     from gpuenv.measure.fingerprint import machines
+
+    ok = [r for r in records if r.status == "ok"]
+    groups = [(i, label, [r for r in recs if r.case.task == task]) for i, (label, recs) in enumerate(machines(ok), 1)]
+    groups = [g for g in groups if g[2]]
+    if not groups:
+        raise UserError(f"no ok record of task {task!r} in these results: measure it first "
+                        f"(gpuenv bench --task {task}), or pass the directories that have it")
+    listing = "; ".join(f"[{i}] {label}" for i, label, _ in groups)
+    if machine is None:
+        chosen = max(groups, key=lambda g: max(r.created_utc for r in g[2]))
+    else:
+        found = [g for g in groups if (machine.strip() == str(g[0])) or (not machine.strip().isdigit() and machine.lower() in g[1].lower())]
+        if len(found) != 1:
+            raise UserError(f"--machine {machine!r} names {'none' if not found else len(found)} of the machines with {task} records "
+                            f"({listing}): pass its number or a part of its label only it has")
+        chosen = found[0]
+    others = [f"[{i}] {label} (newest record {max(r.created_utc for r in recs)[:16].replace('T', ' ')} UTC)"
+              for i, label, recs in groups if i != chosen[0]]
+    return f"[{chosen[0]}] {chosen[1]}", chosen[2], others
+
+
+def options_for(task: str, records: list[Record], machine: str | None = None) -> tuple[str, list[Option], list[str]]:
+    """(machine, one option per backend:variant, the other machines) from one machine's records (pick_machine)."""
+    from gpuenv.claims import device_class
     from gpuenv.registry import default_registry
 
-    mine = [r for r in records if r.status == "ok" and r.case.task == task]
-    if not mine:
-        raise UserError(f"no ok record of task {task!r} in these results: measure it first "
-                        f"(gpuenv bench --task {task}), or pass --results with the directories that have it")
-    groups = machines(mine)
-    machine, recs = max(groups, key=lambda g: max(r.created_utc for r in g[1]))
+    machine, recs, others = pick_machine(task, records, machine)
     reg = default_registry()
     best: dict[str, Option] = {}
     for r in recs:
@@ -209,7 +230,7 @@ def options_for(task: str, records: list[Record]) -> tuple[str, list[Option]]:
         p = parts_of(r) if r.case.label in best else None
         if p is not None:
             best[r.case.label].parts = p
-    return machine, sorted(best.values(), key=lambda o: -o.rate)
+    return machine, sorted(best.values(), key=lambda o: -o.rate), others
 
 
 @dataclass(frozen=True)
@@ -303,10 +324,10 @@ def versus_rule(row: str, pick: Option, fastest: Option, opts: list[Option], bud
     return out
 
 
-def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decision:
+def decide(task: str, budget: int, configs: int, records: list[Record], machine: str | None = None) -> Decision:
     if configs < 1:
         raise UserError(f"--configs must be >= 1 (got {configs})")
-    machine, opts = options_for(task, records)
+    machine, opts, others = options_for(task, records, machine)
     total = budget * configs
     from gpuenv.format import duration
 
@@ -361,9 +382,12 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
             why.append(f"no {names} record of {task} here: gpuenv bench --backend {names} --task {task}")
     elif total <= BUDGET_LIMIT:
         row = ROWS["small"]
-        pick = quickest([o for o in opts if not o.gpu_backend])
-        why.append(f"{total:,} steps in all is within the course's {BUDGET_LIMIT:,} (taken as 'up to'): the fastest CPU backend "
-                   f"measured here finishes in {duration(wall(pick))}: {line(pick)}")
+        cpu_backends = [o for o in opts if not o.gpu_backend]
+        pick = quickest(cpu_backends)
+        head = f"{total:,} steps in all is within the course's {BUDGET_LIMIT:,} (taken as 'up to'): "
+        why.append(f"{head}the fastest CPU backend measured here finishes in {duration(wall(pick))}: {line(pick)}" if cpu_backends else
+                   f"{head}no CPU backend was measured on this machine (compare with a CPU machine's records: --machine N); "
+                   f"its fastest finishes in {duration(wall(pick))}: {line(pick)}")
     else:
         row = ROWS["gpu"]
         pick = quickest(gpu_here)
@@ -397,4 +421,4 @@ def decide(task: str, budget: int, configs: int, records: list[Record]) -> Decis
                    f"time-to-reward runs by {errs[0]:+.0f}% to {errs[-1]:+.0f}%")
     elif pred:
         answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
-    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict)
+    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict, others)

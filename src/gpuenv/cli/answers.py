@@ -42,6 +42,7 @@ def decide(
     results: Annotated[list[str] | None, typer.Option("--results", hidden=True,
                                                        help="the old spelling of the paths: record files or directories")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the decision as JSON (one object) instead of the table")] = False,
+    machine: Annotated[str | None, typer.Option("--machine", "-m", help="answer from this machine's records: its number (as `gpuenv show` numbers them) or text in its label; default: the one with the newest records")] = None,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
     from gpuenv.decide import decide as run_decide
@@ -54,7 +55,7 @@ def decide(
     steps = parse_steps(budget)
     records, problems = load_records([*(paths or []), *(results or [])] or ["results"], "records")
     print_skipped(problems)
-    d = run_decide(task, steps, configs, records)
+    d = run_decide(task, steps, configs, records, machine)
     if json_out:
         import json
 
@@ -85,3 +86,5 @@ def decide(
         console.print(f"  needs GPU measurements: {terminal(n)}", highlight=False, markup=False)
     for v in d.versus:
         console.print(f"  course vs numbers: {terminal(v)}", highlight=False, markup=False)
+    for other in d.other_machines:
+        console.print(f"  also in these records (gpuenv decide ... --machine N): {terminal(other)}", highlight=False, markup=False)

@@ -4,6 +4,7 @@ the library (gpuenv.registry, gpuenv.run.provenance, gpuenv.doctor, gpuenv.image
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -131,8 +132,8 @@ def doctor(
 
 @app.command()
 def images(
-    action: Annotated[str | None, typer.Argument(help="build: build images with any Docker engine")] = None,
-    names: Annotated[list[str] | None, typer.Argument(help="with build: which images (default: all)")] = None,
+    action: Annotated[str | None, typer.Argument(help="build: build images with any Docker engine; wheels: the wheelhouse for a GPU machine without internet")] = None,
+    names: Annotated[list[str] | None, typer.Argument(help="with build: which images (default: all); with wheels: the folder (default .whl)")] = None,
     bake: Annotated[bool, typer.Option("--bake", help="print the docker buildx bake file (JSON) and exit")] = False,
     locks: Annotated[bool, typer.Option("--locks", help="regenerate docker/locks/*.txt with uv")] = False,
     build: Annotated[str | None, typer.Option("--build", hidden=True, help="old spelling of `images build NAME`, kept for a release")] = None,
@@ -147,8 +148,11 @@ def images(
     if locks and action is not None and action != "build":  # `gpuenv images --locks NAME ...`
         names = [action, *(names or [])]
         action = None
-    if action not in (None, "build"):
-        raise UserError(f"unknown images action '{action}'; use `gpuenv images build [NAMES]` or `gpuenv images`")
+    if action not in (None, "build", "wheels"):
+        raise UserError(f"unknown images action '{action}'; use `gpuenv images build [NAMES]`, `gpuenv images wheels [DIR]` or `gpuenv images`")
+    if action == "wheels":
+        write_wheels(names or [".whl"])
+        return
     if build or action == "build":
         build_images(([build] if build else []) + list(names or []), pin or [], dry_run)
         return
@@ -174,6 +178,20 @@ def images(
         t.add_row(img.tag, base.split("@")[0], img.cuda or "-", img.min_driver or "-", ", ".join(shown) or "(framework's own)",
                   "yes" if img.verified else "[yellow]NOT VERIFIED: never built or run here[/]")
     console.print(t)
+
+
+def write_wheels(dest: list[str]) -> None:
+    """`make gpu-wheels`: the wheelhouse `make gpu-check` installs on a GPU machine (gpuenv.images.wheelhouse)."""
+    from gpuenv.images.wheelhouse import LIMIT_BYTES, SOURCE_LOCK, download
+
+    if len(dest) != 1:
+        raise UserError(f"`gpuenv images wheels` takes one folder, not {len(dest)}: e.g. `gpuenv images wheels .whl`")
+    house = download(Path(dest[0]))
+    for w in house.wheels:
+        console.print(f"  {markup(w.name)} ({w.stat().st_size / 1e6:.1f} MB)", highlight=False)
+    console.print(f"{len(house.wheels)} wheels, {house.bytes / 1e6:.1f} MB (limit {LIMIT_BYTES / 1e6:.0f} MB), in {markup(house.dest)}: "
+                  f"Python 3.12 x86-64, the versions and hashes of {SOURCE_LOCK.name}; `make gpu-check` on the GPU machine installs them",
+                  highlight=False)
 
 
 def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:

@@ -180,6 +180,25 @@ def bench(
         raise typer.Exit(EXIT_CASE_FAILED)
 
 
+@app.command("gpu-check")
+def gpu_check(
+    out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = "results/gpu-check",
+    budget: Annotated[float, typer.Option("--budget", help="seconds for the whole check; the bench is interrupted (its records kept) to fit")] = 420.0,
+) -> None:
+    """The GPU parts of the decision in one command (make gpu-check): Brax and MJX at 1024-8192 envs, PPO's inference and learning on the GPU, then show and decide."""
+    from gpuenv.results.store import new_run_id, prepare_dir
+    from gpuenv.run.gpucheck import gpu_check as check_gpu
+
+    if budget < 120:
+        raise UserError(f"--budget {budget:g} s is too short: the check needs at least 120 s (JAX compiles for about a minute)")
+    prepare_dir(out_dir(out))
+    check = check_gpu(Path(out), new_run_id(), budget, say=lambda line: console.print(terminal(line), highlight=False, markup=False, soft_wrap=True))
+    if not check.ok:
+        bad = next(s for s in check.steps if s.returncode != 0)
+        raise UserError(f"gpu-check: {bad.name} {'ran past the budget' if bad.stopped else f'exited {bad.returncode}'}; "
+                        f"what was measured is in {check.run_dir}")
+
+
 @app.command("bench-image")
 def bench_image(
     backend: Annotated[str, typer.Argument(help="a backend with an image (see `gpuenv images`)")],

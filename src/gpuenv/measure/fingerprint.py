@@ -156,22 +156,34 @@ def _run_fingerprint(records: list[R]) -> Fingerprint | None:
 def machines(records: list[R]) -> list[tuple[str, list[R]]]:
     """Records grouped by machine. A run is on one machine; runs are one machine when their identity
     is the same and their fingerprints (median over the run's cases) are within noise of the group's
-    first. Labels say the identity and the reference speed."""
+    first, or when the user named the machine (`bench --machine-name`): a name is the user's word that
+    the runs are of one machine, whose speed may have moved between them (a cloud VM's does, 1.65x
+    within one run of the lent H200). Labels say the identity and the reference speed (its range
+    where a named machine's runs differ)."""
     runs: dict[str, list[R]] = {}
     for r in records:
         runs.setdefault(r.run_id, []).append(r)
-    groups: list[tuple[str, Fingerprint | None, list[R]]] = []
+    groups: list[tuple[str, list[Fingerprint | None], list[R]]] = []
     keyed = [(identity(recs[0]), _run_fingerprint(recs), recs) for recs in runs.values()]
     for ident, fp, recs in sorted(keyed, key=lambda x: (x[0], x[1].python_mops.median if x[1] else 0.0)):
+        named = recs[0].where.machine.name is not None
         for g in groups:
-            if g[0] == ident and (g[1] is None) == (fp is None) and not differs(g[1], fp):
+            if g[0] == ident and (named or ((g[1][0] is None) == (fp is None) and not differs(g[1][0], fp))):
+                g[1].append(fp)
                 g[2].extend(recs)
                 break
         else:
-            groups.append((ident, fp, list(recs)))
+            groups.append((ident, [fp], list(recs)))
     out = []
-    for ident, fp, recs in groups:
-        speed = f"reference speed {fp.python_mops.median:.3g} Mloops/s, {fp.memory_gbs.median:.3g} GB/s" if fp else "speed not recorded"
+    for ident, fps, recs in groups:
+        known = [f for f in fps if f is not None]
+        if not known:
+            speed = "speed not recorded"
+        else:
+            mops = sorted({f"{f.python_mops.median:.3g}" for f in known}, key=float)
+            gbs = sorted({f"{f.memory_gbs.median:.3g}" for f in known}, key=float)
+            speed = (f"reference speed {mops[0]} Mloops/s, {gbs[0]} GB/s" if len(mops) == len(gbs) == 1 else
+                     f"reference speed {mops[0]}-{mops[-1]} Mloops/s, {gbs[0]}-{gbs[-1]} GB/s over {len(known)} runs")
         out.append((f"{ident}, {speed}", recs))
     return out
 

@@ -303,6 +303,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
         rows = []
         fig_traces: dict[str, list[float]] = defaultdict(list)
         machine = ""
+        others: list[str] = []
         needs: list[str] = []
         checks: list = []
         for budget, configs in [*((b, 1) for b in BUDGETS), (10_000_000, 20)]:
@@ -311,7 +312,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
             except UserError as e:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue
-            machine, needs, checks = d.machine, d.needs_gpu, d.checks
+            machine, needs, checks, others = d.machine, d.needs_gpu, d.checks, d.other_machines
             rows.append([f"{configs} x {budget:,}", d.row, d.answer, "; ".join([*(d.why[:1]), *d.versus[:1]])])
             if configs == 1:
                 for o in d.options:
@@ -320,7 +321,8 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
                     fig_traces[name].append((pred[0] if pred else o.wall_s(budget, 1)) / 3600)
         traces = [{"type": "bar", "name": attr(sel), "x": [f"{b:,}" for b in BUDGETS][:len(v)], "y": v,
                    "hovertemplate": f"{attr(sel)}: %{{y:.3g}} h to %{{x}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
-        parts.append(f"<h2>{attr(task)}</h2><p class='note'>records of {attr(machine)}</p>")
+        also = f"; also measured on {attr('; '.join(others))} (`gpuenv decide --machine N`)" if others else ""
+        parts.append(f"<h2>{attr(task)}</h2><p class='note'>records of {attr(machine)}{also}</p>")
         parts.append(html_table(["runs x steps", "decision-table row", "answer", "why"], rows, "decision"))
         if traces:
             parts.append(figure(f"decision-{slug(task)}", traces, {

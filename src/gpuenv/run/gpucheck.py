@@ -1,0 +1,109 @@
+"""`make gpu-check`: the GPU parts of the decision, measured in one prepared command within a time
+budget on a GPU machine (suites/gpu-check.toml), then shown and composed into the decision.
+
+Each step is the gpuenv command a user would type, run as a child process so that its output is the
+user's and a step that hangs or runs past the budget is stopped the way Ctrl-C stops it (the records
+of finished cases, and the interrupted one, are kept). All records go to one run folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuenv.errors import UserError
+from gpuenv.gpu import cpu_ok, nvidia_smi
+
+SUITE = "gpu-check"
+CPU_SIZES = ("16",)  # GPUENV_CPU_OK=1 on a machine without a GPU: the same script at a size a CPU runs in seconds
+DECIDE = ("--task", "halfcheetah", "--budget", "50M")
+STOP_GRACE_S = 45.0  # after the interrupt, the time a step has to write its records before it is killed
+
+
+@dataclass
+class Step:
+    name: str
+    argv: list[str]
+    seconds: float = 0.0
+    returncode: int | None = None
+    stopped: bool = False  # ran into the budget and was interrupted
+
+
+@dataclass
+class Check:
+    run_dir: Path
+    on_gpu: bool
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.steps) and all(s.returncode == 0 for s in self.steps)
+
+
+def versions() -> str:
+    """The installed versions of what records track (gpuenv's core, the backends', the modes')."""
+    from gpuenv.run.provenance import package_versions
+
+    return ", ".join(f"{name} {v}" for name, v in package_versions().items() if v)
+
+
+def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
+    gpuenv = [sys.executable, "-m", "gpuenv"]
+    sizes = [] if on_gpu else [a for n in CPU_SIZES for a in ("-n", n)]
+    return [
+        Step("bench", [*gpuenv, "bench", "--suite", SUITE, "--out", str(run_dir.parent), "--run-id", run_dir.name, *sizes]),
+        Step("show", [*gpuenv, "show", str(run_dir)]),
+        Step("decide", [*gpuenv, "decide", *DECIDE, str(run_dir)]),
+    ]
+
+
+def _run(step: Step, deadline: float) -> None:
+    start = time.monotonic()
+    proc = subprocess.Popen(step.argv, start_new_session=True)
+    try:
+        step.returncode = proc.wait(timeout=max(1.0, deadline - start))
+    except subprocess.TimeoutExpired:
+        step.stopped = True
+        os.killpg(proc.pid, signal.SIGINT)  # the bench's own Ctrl-C path: kills its worker, keeps the records
+        try:
+            step.returncode = proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            step.returncode = proc.wait()
+    except BaseException:  # our own Ctrl-C or SIGTERM: the child never outlives us
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        raise
+    step.seconds = time.monotonic() - start
+
+
+def gpu_check(out: Path, run_id: str, budget_s: float, say: Callable[[str], None]) -> Check:
+    """Run the gpu-check suite into out/run_id within budget_s (the bench step gets what show and
+    decide leave), then show its records and the decision from them. Without a GPU it refuses unless
+    GPUENV_CPU_OK=1, and then runs at CPU_SIZES: a test of the script, not a GPU number."""
+    gpus, why = nvidia_smi()
+    if not gpus and not cpu_ok():
+        raise UserError(f"no NVIDIA GPU here ({why}): `make gpu-check` measures the GPU parts of the decision; "
+                        "to try the script on the CPU at 16 envs set GPUENV_CPU_OK=1 (its records are no GPU numbers)")
+    check = Check(out / run_id, on_gpu=bool(gpus))
+    gpu_text = "; ".join(f"{g['name']} (driver {g['driver']})" for g in gpus) or f"none ({why}): GPUENV_CPU_OK=1, 16 envs on the CPU"
+    say(f"gpu-check: GPU {gpu_text}; Python {sys.version.split()[0]}; {versions()}")
+    say(f"gpu-check: records go to {check.run_dir}; budget {budget_s:.0f} s")
+    deadline = time.monotonic() + budget_s
+    reserve = 60.0  # show and decide after the bench
+    for step in steps(check.run_dir, check.on_gpu):
+        check.steps.append(step)
+        say(f"gpu-check: {step.name}: {' '.join(step.argv[2:])}")
+        _run(step, deadline - (reserve if step.name == "bench" else 0.0))
+        say(f"gpu-check: {step.name} {'stopped at the budget' if step.stopped else 'exited ' + str(step.returncode)} "
+            f"after {step.seconds:.0f} s")
+        if step.name == "bench" and not check.run_dir.is_dir():
+            break  # no record to show or decide from
+    return check

@@ -1,0 +1,109 @@
+"""`make gpu-wheels` and `make gpu-check`: the wheelhouse for a GPU machine without internet, and the
+one prepared command that measures the decision's GPU parts there (run here on the CPU, 16 envs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from gpuenv.errors import UserError
+from gpuenv.images import wheelhouse
+from gpuenv.run import gpucheck
+
+
+def no_gpu_env(tmp_path: Path) -> dict:
+    """PATH without nvidia-smi (the CI machine has none anyway; this makes it certain)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("bash", "env", "dirname", "python3"):
+        found = shutil.which(tool)
+        if found and not (bin_dir / tool).exists():
+            (bin_dir / tool).symlink_to(found)
+    return {"PATH": str(bin_dir), "GPUENV_CPU_OK": ""}
+
+
+def test_requirements_pin_every_wheel_the_gpu_machine_lacks_with_its_hashes():
+    text = wheelhouse.requirements(wheelhouse.SOURCE_LOCK.read_text())
+    pinned = {line.split("==")[0].lower().replace("_", "-") for line in text.splitlines() if "==" in line}
+    assert pinned == set(wheelhouse.wanted()) and len(pinned) >= 10
+    entries = text.split("==")[1:]
+    assert all("--hash=sha256:" in e for e in entries)  # pip's --require-hashes checks every wheel
+    assert "jax==" not in text and "torch==" not in text and "numpy==" not in text  # the machine's own stay
+
+
+def test_requirements_name_a_package_the_lock_does_not_pin():
+    with pytest.raises(UserError, match=r"brax.txt pins no not-a-package; regenerate it with `make locks` or drop the name from docker/gpu-wheels.txt"):
+        wheelhouse.requirements(wheelhouse.SOURCE_LOCK.read_text(), ("brax", "not-a-package"))
+
+
+@pytest.mark.backend
+def test_gpu_wheels_downloads_a_wheelhouse_under_50_mb(tmp_path, cli):
+    r = cli("images", "wheels", str(tmp_path / "whl"), timeout=600)
+    assert r.returncode == 0, r.stderr
+    wheels = sorted(p.name for p in (tmp_path / "whl").glob("*.whl"))
+    assert len(wheels) == len(wheelhouse.wanted())
+    size = sum(p.stat().st_size for p in (tmp_path / "whl").glob("*.whl"))
+    assert 5e6 < size < wheelhouse.LIMIT_BYTES
+    compiled = [w for w in wheels if "-none-any" not in w]  # mujoco-core, pydantic-core: built for the machine's Python
+    assert compiled and all("-cp312-" in w and "x86_64" in w for w in compiled)
+    assert f"{len(wheels)} wheels, {size / 1e6:.1f} MB (limit 50 MB)" in r.stdout
+
+
+def test_gpu_check_without_a_gpu_is_one_line_unless_asked_for_the_cpu(tmp_path, cli):
+    r = cli("gpu-check", "--out", str(tmp_path / "out"), env=no_gpu_env(tmp_path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "no NVIDIA GPU here (nvidia-smi not found)" in r.stderr and "GPUENV_CPU_OK=1" in r.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    r = cli("gpu-check", "--budget", "30", env=no_gpu_env(tmp_path))
+    assert r.returncode == 2 and "--budget 30 s is too short" in r.stderr
+
+
+def test_gpu_check_script_without_environment_or_wheelhouse_says_what_to_bring(tmp_path):
+    (tmp_path / "tools").mkdir()
+    shutil.copy(ROOT / "tools" / "gpu-check.sh", tmp_path / "tools")
+    r = subprocess.run(["bash", str(tmp_path / "tools" / "gpu-check.sh")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "neither the project's environment (.venv" in r.stderr and "make gpu-wheels" in r.stderr
+
+
+def test_a_step_past_the_budget_is_interrupted_like_ctrl_c_and_its_time_kept(tmp_path):
+    marker = tmp_path / "interrupted"
+    code = (f"import time, pathlib\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
+            f"    pathlib.Path({str(marker)!r}).write_text('kept')\n    raise SystemExit(130)\n")
+    step = gpucheck.Step("bench", [sys.executable, "-c", code])
+    start = time.monotonic()
+    gpucheck._run(step, deadline=start + 2)
+    assert step.stopped and step.returncode == 130 and marker.read_text() == "kept"  # the bench's Ctrl-C path ran
+    assert 1.5 < step.seconds < 20
+
+
+@pytest.mark.backend
+def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path):
+    """`GPUENV_CPU_OK=1 make gpu-check` as the issue asks: the same script, 16 envs on the CPU."""
+    out = tmp_path / "out"
+    env = {**os.environ, "GPUENV_CPU_OK": "1", "PATH": no_gpu_env(tmp_path)["PATH"] + os.pathsep + str(ROOT / ".venv" / "bin")}
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu-check.sh"), "--out", str(out), "--budget", "500"],
+                       capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "GPU none (nvidia-smi not found): GPUENV_CPU_OK=1, 16 envs on the CPU" in r.stdout and "brax 0.14" in r.stdout
+    (run_dir,) = out.iterdir()
+    records = {p.stem: json.loads(p.read_text()) for p in run_dir.glob("*.json")}
+    assert set(records) == {"brax-generalized-halfcheetah-n16", "mjx-jax-halfcheetah-n16"}
+    brax = records["brax-generalized-halfcheetah-n16"]
+    assert brax["status"] == "ok" and brax["suite"] == "gpu-check" and brax["what"]["device"] == "cpu"
+    phases = brax["summary"]["phases"]
+    for name in ("vecenv", "inference", "learn"):
+        assert phases[name]["env_steps_per_s"]["median"] > 0, name  # measured, not absent or failed
+    # compile timed apart from the rate, per process: cold, or warm where JAX's persistent cache had it
+    assert len(brax["summary"]["compile_s_cold"]) + len(brax["summary"]["compile_s_warm"]) == 2
+    for step in ("bench", "show", "decide"):
+        assert f"gpu-check: {step} exited 0 after" in r.stdout
+    assert f"run {run_dir.name}" in r.stdout and "trains 1 x 50,000,000 steps" in r.stdout  # decide from these records
