@@ -297,6 +297,12 @@ num_envs = [1]
     assert "interrupted by SIGTERM: the 1 finished record(s) and the interrupted case's record are kept" in err
     rec = next(load(p) for p in (tmp_path / "out").rglob("*.json") if "hang" in p.name)
     assert rec["failure"]["reason"] == "interrupted by SIGTERM"
+    from gpuenv.history.load import load_records
+    from gpuenv.results.runs import half_finished
+
+    records, _ = load_records([tmp_path / "out"])
+    assert {r.invocation.cases for r in records if r.invocation} == {2} and len(records) == 2  # both cases, one command
+    assert half_finished(records) == {rec["run_id"]: "fake-hang-cartpole-n1 was interrupted by SIGTERM"}
 
 
 def test_tensorboard_writer_time_counts_as_import_not_training(tmp_path, monkeypatch):

@@ -195,12 +195,11 @@ def pick_machine(task: str, records: list[Record], machine: str | None) -> tuple
     return f"[{chosen[0]}] {chosen[1]}", chosen[2], others
 
 
-def options_for(task: str, records: list[Record], machine: str | None = None) -> tuple[str, list[Option], list[str]]:
-    """(machine, one option per backend:variant, the other machines) from one machine's records (pick_machine)."""
+def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
+    """One option per backend:variant from one machine's ok records of the task (pick_machine)."""
     from gpuenv.claims import device_class
     from gpuenv.registry import default_registry
 
-    machine, recs, others = pick_machine(task, records, machine)
     reg = default_registry()
     best: dict[str, Option] = {}
     for r in recs:
@@ -230,7 +229,7 @@ def options_for(task: str, records: list[Record], machine: str | None = None) ->
         p = parts_of(r) if r.case.label in best else None
         if p is not None:
             best[r.case.label].parts = p
-    return machine, sorted(best.values(), key=lambda o: -o.rate), others
+    return sorted(best.values(), key=lambda o: -o.rate)
 
 
 @dataclass(frozen=True)
@@ -324,10 +323,22 @@ def versus_rule(row: str, pick: Option, fastest: Option, opts: list[Option], bud
     return out
 
 
-def decide(task: str, budget: int, configs: int, records: list[Record], machine: str | None = None) -> Decision:
+def decide(task: str, budget: int, configs: int, records: list[Record], machine: str | None = None, partial: bool = False) -> Decision:
+    """The answer from one machine's records (pick_machine); a half-finished run among them
+    (results.runs.half_finished) is refused unless `partial`, and then named in the why lines."""
+    from gpuenv.results.runs import half_finished
+
     if configs < 1:
         raise UserError(f"--configs must be >= 1 (got {configs})")
-    machine, opts, others = options_for(task, records, machine)
+    machine, recs, others = pick_machine(task, records, machine)
+    runs = {r.run_id for r in recs}
+    unfinished = {run: reason for run, reason in half_finished(records).items() if run in runs}
+    if unfinished and not partial:
+        run, reason = next(iter(unfinished.items()))
+        raise UserError(f"run {run} of {machine.split(', reference speed')[0]} is half-finished ({reason}): an answer from it can "
+                        "lack the backends it never reached; pass --partial to decide from it anyway, finish it "
+                        f"(gpuenv bench ... --run-id {run}), or pick another machine with --machine N")
+    opts = options_for(task, machine, recs)
     total = budget * configs
     from gpuenv.format import duration
 
@@ -397,6 +408,8 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     for o in opts:
         if o is not pick:
             why.append(f"vs {line(o)}")
+    for run, half in unfinished.items():  # --partial
+        why.append(f"from half-finished run {run} ({half}), as --partial asked")
     if pick.ttr:
         why.append(pick.ttr)
     verdict = versus_rule(row, pick, fastest, opts, budget, configs)

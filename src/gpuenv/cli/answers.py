@@ -42,6 +42,7 @@ def decide(
     results: Annotated[list[str] | None, typer.Option("--results", hidden=True,
                                                        help="the old spelling of the paths: record files or directories")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the decision as JSON (one object) instead of the table")] = False,
+    partial: Annotated[bool, typer.Option("--partial", help="answer from a half-finished run (interrupted, or killed before all its cases) instead of refusing it")] = False,
     machine: Annotated[str | None, typer.Option("--machine", "-m", help="answer from this machine's records: its number (as `gpuenv show` numbers them) or text in its label; default: the one with the newest records")] = None,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
@@ -55,7 +56,7 @@ def decide(
     steps = parse_steps(budget)
     records, problems = load_records([*(paths or []), *(results or [])] or ["results"], "records")
     print_skipped(problems)
-    d = run_decide(task, steps, configs, records, machine)
+    d = run_decide(task, steps, configs, records, machine, partial)
     if json_out:
         import json
 

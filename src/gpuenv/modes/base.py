@@ -44,9 +44,11 @@ class RecordContext:
     interrupted_by: str | None = None  # what stopped the run while this case ran ("Ctrl-C (SIGINT)")
     broken: str | None = None  # gpuenv could not summarise the case (a bug): why
     tags: dict | None = None  # what every record of the run carries beyond GPUENV_RECORD_TAGS (`gpuenv ab`'s side)
+    invocation: dict | None = None  # the bench command's start and case count (results.models.Invocation)
 
     def header(self, *, case_key: str, status: str, mode: str) -> dict:
-        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode, tags=self.tags)
+        return schema.header(run_id=self.run_id, case_key=case_key, suite=self.suite, status=status, mode=mode, tags=self.tags,
+                             invocation=self.invocation)
 
     def status(self, ok: bool) -> str:
         return "interrupted" if self.interrupted_by else ("ok" if ok and not self.broken else "failed")

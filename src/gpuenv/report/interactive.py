@@ -308,7 +308,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
         checks: list = []
         for budget, configs in [*((b, 1) for b in BUDGETS), (10_000_000, 20)]:
             try:
-                d = decide(task, budget, configs, records)
+                d = decide(task, budget, configs, records, partial=True)  # a half-finished run is said in its why lines
             except UserError as e:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue

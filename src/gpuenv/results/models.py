@@ -262,6 +262,15 @@ class CaseBase(Model):
         return f"{self.backend}:{self.variant}"
 
 
+class Invocation(Model):
+    """The `gpuenv bench` command that wrote a record: when it started and how many cases its plan
+    had. A run holding fewer records of one invocation than its cases was stopped half-way (killed
+    before it wrote the rest): `gpuenv decide` refuses such a run unless asked (--partial)."""
+
+    started_utc: Timestamp
+    cases: PosInt
+
+
 class RecordBase(Model):
     """The header, provenance and outcome of every record. Subclasses narrow `case` and add what,
     settings, their results and `summary` (required, null unless status is ok; `ok_summary` is it
@@ -284,6 +293,7 @@ class RecordBase(Model):
     tags: dict[str, Any] = {}  # which version set / image / sweep produced the record
     where: Where
     failure: Failure | None  # null exactly when status is ok
+    invocation: Invocation | None = None  # absent in records written before 2026-12-04, and by ab and dispatch
 
     def _summary_of_ok(self, summary: _S | None) -> _S:
         """A subclass's `ok_summary`: its summary, which only an ok record has."""

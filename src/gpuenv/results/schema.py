@@ -47,9 +47,11 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str, tags: dict | None = None) -> dict:
+def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str, tags: dict | None = None,
+           invocation: dict | None = None) -> dict:
     """The fields every record starts with, whatever it measured (workload_id is set by seal()).
-    `tags` (the run's own, `gpuenv ab`'s side) join GPUENV_RECORD_TAGS's."""
+    `tags` (the run's own, `gpuenv ab`'s side) join GPUENV_RECORD_TAGS's; `invocation`: the bench
+    command's start and case count (models.Invocation)."""
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -66,6 +68,8 @@ def header(*, run_id: str, case_key: str, suite: str, status: str, mode: str, ta
     merged = {**(given or {}), **(tags or {})}
     if merged:
         out["tags"] = merged
+    if invocation is not None:
+        out["invocation"] = invocation
     return out
 
 

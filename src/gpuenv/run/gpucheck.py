@@ -59,7 +59,7 @@ def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
     return [
         Step("bench", [*gpuenv, "bench", "--suite", SUITE, "--out", str(run_dir.parent), "--run-id", run_dir.name, *sizes]),
         Step("show", [*gpuenv, "show", str(run_dir)]),
-        Step("decide", [*gpuenv, "decide", *DECIDE, str(run_dir)]),
+        Step("decide", [*gpuenv, "decide", *DECIDE, "--partial", str(run_dir)]),  # a bench stopped at the budget is half-finished
     ]
 
 

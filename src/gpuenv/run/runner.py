@@ -335,6 +335,9 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
     """Run every item of a plan; returns (record, path) for each written record. Re-raises
     KeyboardInterrupt after writing the interrupted case's record."""
     clean_scratch()
+    from gpuenv.results.schema import utc_now
+
+    invocation = {"started_utc": utc_now(), "cases": len(plan.items)}  # a run missing some of them is half-finished
     base = provenance()
     launchers: dict[str, Launcher | UserError] = {}
     env_where: dict[str, dict] = {}
@@ -364,7 +367,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
                 outcomes.append(Outcome(len(outcomes), None, failure("refused", str(e), len(outcomes))))
         cause = INTERRUPT.cause() if interrupted else None
         try:
-            done, path = write_case(mode, item, outcomes, RecordContext(plan.suite, run_id, where, cause), out_dir)
+            done, path = write_case(mode, item, outcomes, RecordContext(plan.suite, run_id, where, cause, invocation=invocation), out_dir)
         except NoSpace as e:  # stop: every later record would fail the same way
             raise RunStopped(str(e), written, [it.key for it in plan.items[i:]]) from None
         written.append((done, path))
