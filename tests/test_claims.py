@@ -203,6 +203,12 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     assert d.answer.startswith("brax:generalized: trains 1 x 50,000,000 steps in") and "at 1024 envs" in d.answer
     assert any("no CPU backend was measured on this machine" in w for w in d.why)
     assert len(d.other_machines) == 3 and all(o.startswith("[") for o in d.other_machines)
+    # from the VM, the H200's GPU simulator is set beside the VM's quickest CPU backend, each on its own machine
+    vm = decide("halfcheetah", 10**9, 1, published_records, machine=VM)
+    (across,) = [v for v in vm.versus if v.startswith("measured on another machine, [5] lent-h200")]
+    assert "brax:generalized on its GPU, training" in across and "against envpool:sync here, training" in across
+    assert "the GPU machine never finishes first: it is slower per step (learning 512 samples/s there" in across
+    assert not [v for v in d.versus if v.startswith("measured on another machine")]  # the H200 measured its GPU itself
     r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", "9")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--machine '9' names none of the machines with halfcheetah records" in r.stderr
     r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", "xeon")

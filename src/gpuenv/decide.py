@@ -169,8 +169,8 @@ def _of(opts: list[Option], row: str) -> list[Option]:
     return [o for o in opts if o.selector.split(":", 1)[0] in names]
 
 
-def pick_machine(task: str, records: list[Record], machine: str | None) -> tuple[str, list[Record], list[str]]:
-    """(label, its records of `task`, the other machines' lines) for one machine: the one `machine`
+def pick_machine(task: str, records: list[Record], machine: str | None) -> tuple[str, list[Record], list[tuple[str, list[Record]]]]:
+    """(label, its records of `task`, the other machines' (label, records)) for one machine: the one `machine`
     names (its number in `gpuenv show`'s order, or text in its label), else the one with the newest
     records of this task. Records of different machines never mix in one answer."""
     from gpuenv.measure.fingerprint import machines
@@ -190,9 +190,50 @@ def pick_machine(task: str, records: list[Record], machine: str | None) -> tuple
             raise UserError(f"--machine {machine!r} names {'none' if not found else len(found)} of the machines with {task} records "
                             f"({listing}): pass its number or a part of its label only it has")
         chosen = found[0]
-    others = [f"[{i}] {label} (newest record {max(r.created_utc for r in recs)[:16].replace('T', ' ')} UTC)"
-              for i, label, recs in groups if i != chosen[0]]
+    others = [(f"[{i}] {label}", recs) for i, label, recs in groups if i != chosen[0]]
     return f"[{chosen[0]}] {chosen[1]}", chosen[2], others
+
+
+def newest_line(label: str, recs: list[Record]) -> str:
+    return f"{label} (newest record {max(r.created_utc for r in recs)[:16].replace('T', ' ')} UTC)"
+
+
+def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]], budget: int, configs: int) -> list[str]:
+    """The course's question when this machine measured no GPU simulator on a GPU and another machine
+    in the records did: that machine's quickest GPU-measured backend beside this one's quickest CPU
+    backend, each on its own machine, and the budget above which the GPU machine finishes first where
+    both were measured the same way (training, or stepping)."""
+    from gpuenv.format import duration
+
+    cpu = [o for o in opts if o.device == "cpu" and not o.gpu_backend]
+    if not cpu:
+        return []
+
+    def quickest(among: list[Option]) -> Option:
+        return min(among, key=lambda o: (o.parts is None, _cost(o, budget, configs)[1]))
+
+    c = quickest(cpu)
+    cf, cs, ck = _cost(c, budget, configs)
+    out = []
+    for label, theirs in elsewhere:
+        gpu = [o for o in theirs if o.gpu_backend and o.device != "cpu"]
+        if not gpu:
+            continue
+        g = quickest(gpu)
+        gf, gs, gk = _cost(g, budget, configs)
+        line = (f"measured on another machine, {label.split(', reference speed')[0]}: {g.selector} on its GPU, {gk} "
+                f"{duration(gf + gs * budget)} for {configs} x {budget:,} steps at {g.parts.num_envs if g.parts else g.num_envs} envs, "
+                f"against {c.selector} here, {ck} {duration(cf + cs * budget)}")
+        if gk == ck:
+            x = crossover(c, g, configs)
+            line += ("; the GPU machine finishes first above " + f"{x:,.0f} steps per run" if x is not None else
+                     "; the GPU machine finishes first at every budget" if gs < cs else
+                     "; the GPU machine never finishes first: it is slower per step")
+        if g.parts and c.parts and gk == ck == "training":
+            line += (f" (learning {g.parts.learn[0]:,.0f} samples/s there, {c.parts.learn[0]:,.0f} here; collection "
+                     f"{g.parts.collect[0]:,.0f} there, {c.parts.collect[0]:,.0f} here)")
+        out.append(line)
+    return out
 
 
 def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
@@ -413,6 +454,14 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     if pick.ttr:
         why.append(pick.ttr)
     verdict = versus_rule(row, pick, fastest, opts, budget, configs)
+    if not gpu_here:  # another machine of the records may have measured a GPU simulator on its GPU
+        elsewhere = []
+        for label, theirs in others:
+            try:
+                elsewhere.append((label, options_for(task, label, theirs)))
+            except UserError:  # only time-to-reward records there
+                continue
+        verdict += across_machines(opts, elsewhere, budget, configs)
     where = f"on the records' machine ({machine.split(', reference speed')[0]})"
     pred = pick.predicted_s(budget, configs)
     if pred and pick.parts:
@@ -434,4 +483,5 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
                    f"time-to-reward runs by {errs[0]:+.0f}% to {errs[-1]:+.0f}%")
     elif pred:
         answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
-    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict, others)
+    return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict,
+                    [newest_line(label, theirs) for label, theirs in others])
