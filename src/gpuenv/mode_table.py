@@ -26,6 +26,11 @@ def _unknown(what: str, name: object, known: list[str]) -> Exception:
     return UserError(f"unknown {what} {name!r} (known: {', '.join(known)})")
 
 
+def default_mode() -> Any:
+    """The mode of a suite file without `kind`: the first of MODE_PACKAGES (env-step throughput)."""
+    return get_mode(next(iter(MODE_PACKAGES)))
+
+
 def known_modes() -> list[str]:
     return list(MODE_PACKAGES)
 

@@ -17,7 +17,6 @@ from gpuenv.errors import UserError
 from gpuenv.registry import Registry
 from gpuenv.results.types import IDENTIFIER
 
-DEFAULT_KIND = "throughput"
 NAME = re.compile(IDENTIFIER)  # a suite's name goes into every record
 
 
@@ -98,15 +97,17 @@ def read_toml(path: Path) -> dict:
 
 def load_any(name_or_path: str, registry: Registry, *, seeds: int | None = None) -> tuple[Any, Any]:
     """(mode, the mode's suite object), by the file's `kind`."""
-    from gpuenv.mode_table import mode_for_kind
+    from gpuenv.mode_table import default_mode, mode_for_kind
 
     path = resolve_path(name_or_path)
     data = read_toml(path)
-    kind = data.get("kind", DEFAULT_KIND)
-    if not isinstance(kind, str):
+    if "kind" not in data:
+        mode = default_mode()
+    elif not isinstance(data["kind"], str):
         raise UserError(f"{path}: kind must be a string")
-    try:
-        mode = mode_for_kind(kind)
-    except UserError as e:
-        raise UserError(f"{path}: {e}") from None
+    else:
+        try:
+            mode = mode_for_kind(data["kind"])
+        except UserError as e:
+            raise UserError(f"{path}: {e}") from None
     return mode, mode.load_suite(path, data, registry, seeds=seeds)
