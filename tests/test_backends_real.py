@@ -50,15 +50,26 @@ def check_record(rec: dict, case: Case) -> None:
     assert p["resources"]["samples"] >= 1
 
 
-@pytest.mark.parametrize("variant", ["subproc", "dummy", "sync"])
+@pytest.mark.parametrize("variant", ["subproc", "dummy", "sync", "async", "async-noshm"])
 def test_gymnasium_variants(tmp_path, variant):
     need("gymnasium")
     case = Case("gymnasium", variant, "cartpole", 2, chunk_steps=5)
     rec = run_case(tmp_path, case)
     check_record(rec, case)
-    assert rec["what"]["details"]["vectoriser"].endswith(
-        {"subproc": "SubprocVecEnv", "dummy": "DummyVecEnv", "sync": "SyncVectorEnv"}[variant]
+    details = rec["what"]["details"]
+    assert details["vectoriser"].endswith(
+        {"subproc": "SubprocVecEnv", "dummy": "DummyVecEnv", "sync": "SyncVectorEnv", "async": "AsyncVectorEnv",
+         "async-noshm": "AsyncVectorEnv"}[variant]
     )
+    if variant.startswith("async"):
+        assert details["shared_memory"] is (variant == "async") and details["start_method"] == "fork"
+
+
+def test_gymnasium_async_steps_pong_frames_through_shared_memory(tmp_path):
+    """Pong's stacked 4x84x84 frames: the observation AsyncVectorEnv's shared memory exists for."""
+    need("gymnasium")
+    case = Case("gymnasium", "async", "pong", 2, chunk_steps=5)
+    check_record(run_case(tmp_path, case), case)
 
 
 @pytest.mark.parametrize("variant", ["sync", "async"])

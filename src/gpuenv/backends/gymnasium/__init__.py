@@ -1,4 +1,4 @@
-"""CPU baseline: Gymnasium envs in SB3 SubprocVecEnv / DummyVecEnv or Gymnasium SyncVectorEnv."""
+"""CPU baseline: Gymnasium envs in SB3 SubprocVecEnv / DummyVecEnv or Gymnasium Sync/AsyncVectorEnv."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ BACKEND = Backend(
     adapter="gpuenv.backends.gymnasium.adapter",
     requires=("gymnasium", "stable_baselines3", "mujoco", "ale_py"),
     extra="gymnasium",
-    variants=("subproc", "dummy", "sync"),
-    description="CPU baseline: Gymnasium envs in SB3 SubprocVecEnv / DummyVecEnv or Gymnasium SyncVectorEnv",
+    variants=("subproc", "dummy", "sync", "async", "async-noshm"),
+    description="CPU baseline: Gymnasium envs in SB3 SubprocVecEnv / DummyVecEnv or Gymnasium Sync/AsyncVectorEnv",
     variant_notes={
         "subproc": "SB3 SubprocVecEnv, one process per env (the baseline speedups are quoted against)",
         "dummy": "SB3 DummyVecEnv, all envs in one process, stepped in turn",
         "sync": "Gymnasium SyncVectorEnv (next-step autoreset)",
+        "async": "Gymnasium AsyncVectorEnv, one process per env, observations through shared memory (next-step autoreset)",
+        "async-noshm": "Gymnasium AsyncVectorEnv, one process per env, observations pickled through pipes (shared_memory=False)",
     },
     baseline="subproc",
     packages=("gymnasium", "stable-baselines3", "torch", "ale-py", "mujoco"),

@@ -2,7 +2,8 @@
 
 Variants: `subproc` (SB3 SubprocVecEnv, one process per env: the baseline speedups are quoted
 against), `dummy` (SB3 DummyVecEnv, all envs stepped in turn in one process), `sync` (Gymnasium's
-SyncVectorEnv, next-step autoreset).
+SyncVectorEnv, next-step autoreset), `async` and `async-noshm` (Gymnasium's AsyncVectorEnv, one
+process per env, observations through shared memory or pickled through its pipes).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from gpuenv.backends.spec import NativeTask
 # SB3 defaults to forkserver; fork starts 64 env processes in a fraction of the time and steps the
 # same. Startup is recorded apart from steady state either way, and the method is recorded.
 START_METHOD = "fork"
+NEXT_STEP_RESET = "next-step autoreset (Gymnasium 1.x: one extra step per episode returns the reset obs)"
 
 
 def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
@@ -68,12 +70,17 @@ class GymnasiumStepper:
         elif case.variant == "sync":
             self.env = gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
             details.update(vectoriser="gymnasium.vector.SyncVectorEnv", autoreset_mode="next-step")
-            reset_mode = "next-step autoreset (Gymnasium 1.x: one extra step per episode returns the reset obs)"
+            reset_mode = NEXT_STEP_RESET
+        elif case.variant in ("async", "async-noshm"):
+            shm = case.variant == "async"
+            self.env = gym.vector.AsyncVectorEnv(fns, shared_memory=shm, context=START_METHOD, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+            details.update(vectoriser="gymnasium.vector.AsyncVectorEnv", shared_memory=shm, start_method=START_METHOD, autoreset_mode="next-step")
+            reset_mode = NEXT_STEP_RESET
         else:
             raise ValueError(f"unknown gymnasium variant {case.variant!r}")
         if no_time_limit:
             reset_mode = NO_RESETS
-        self._sb3 = case.variant != "sync"
+        self._sb3 = case.variant in ("subproc", "dummy")
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
         self._actions: Any = None  # set by load_actions before run
