@@ -359,6 +359,35 @@ def test_site_is_self_contained_with_claims_decision_and_case_pages(site):
                      r"<td>step 1\.\d\d, vecenv 0\.\d\d, inference 0\.\d\d, update 0\.\d\d</td>", rows), "no memory/phase cells"
 
 
+def figures(html: str) -> list[list[dict]]:
+    """The traces of every interactive figure of a page (the JSON each figure's script hands plotly)."""
+    dec = json.JSONDecoder()
+    return [dec.raw_decode(html, m.end())[0] for m in re.finditer(r"Plotly\.newPlot\(d,", html)]
+
+
+def test_site_index_picks_machines_and_every_figure_keeps_a_backends_colour_and_a_runs_points_apart(site):
+    index = (site / "index.html").read_text()
+    machine_pages = sorted(site.glob("machine-*/index.html"))
+    assert "<select onchange=" in index and index.count("<option value='machine-") == len(machine_pages)
+    assert "fastest per task: halfcheetah: brax:generalized 141.4k env steps/s at 8192 envs" in index  # the H200's line
+    colours: dict[str, str] = {}
+    for page in [*machine_pages, site / "decision.html"]:
+        for traces in figures(page.read_text()):
+            for t in traces:
+                backend = t["name"].split(" (", 1)[0]
+                assert colours.setdefault(backend, t["line"]["color"]) == t["line"]["color"], (page, backend)
+    assert len(colours) >= 8 and len(set(colours.values())) == len(colours)  # one colour each, the same everywhere
+    h200 = next(p for p in machine_pages if "lent-h200" in p.read_text()).read_text()
+    names = {t["name"] for traces in figures(h200) for t in traces}
+    assert {"brax:generalized (run 20261204T125404Z-e1eb10)", "brax:generalized (run 20261204T130055Z-672af9)"} <= names
+    decision = figures((site / "decision.html").read_text())
+    assert decision and all(t["type"] == "scatter" for traces in decision for t in traces)  # no bars on a log axis
+    (case,) = (site / "cases" / "20261204T125404Z-e1eb10").glob("brax-generalized-halfcheetah-n1024-*.html")
+    text = case.read_text()
+    assert "83.9k env steps/s (95% interval 83.7k-84.1k)" in text and not re.search(r"\de[+-]\d\d", text)
+    assert "Worker processes" in text and re.search(r"<td>0</td><td>83\.\dk, 84\.\dk, 83\.\dk</td><td>17\.2</td><td>ok</td>", text)
+
+
 def test_a_hostile_record_value_reaches_the_claims_page_escaped(tmp_path):
     from gpuenv.report.site import build
 

@@ -31,7 +31,12 @@ def duration(s: float) -> str:
     return f"{s / 86400:.1f} days"
 
 
-_PALETTE = ["tab:red", "tab:orange", "tab:green", "tab:blue", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
+# matplotlib's tab20 (its ten dark shades, then the ten light ones) and Dark2, as hex, which matplotlib
+# and plotly both read: 27 colours, enough for every backend:variant gpuenv has (the site assigns them
+# in the registry's order, so a backend keeps its colour across figures and sites).
+_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+            "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+            "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d"]
 _COLOURS: dict[str, str] = {}
 
 

@@ -257,6 +257,11 @@ class Mode(Generic[R]):
         """Where the simulator ran, as the record says it ("cpu", "gpu:NAME", "tpu:KIND"); None: unknown."""
         return None
 
+    def process_rows(self, record: R) -> list[list[str]]:
+        """[process, its values, startup s] per worker process, for a case's page (formatted); [] where
+        the mode has no per-process values."""
+        return []
+
     def page_rows(self, record: R) -> list[tuple[str, Any]]:
         """(name, value) rows of a case's page that only this mode's records have (how it ran)."""
         return []

@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpuenv.format import attr, fmt_rate, html_table, slug
+from gpuenv.format import attr, colour, fmt_rate, html_table, slug
 from gpuenv.measure.fingerprint import identity
 from gpuenv.modes import of
 from gpuenv.modes.base import StepRate
@@ -119,11 +119,12 @@ def case_page(r: Record, root: Path, css: str) -> None:
     s = r.summary
     rows: list[tuple[str, Any]] = [
         ("status", r.status + (f": {r.failure.reason}" if r.failure else "")),
-        ("headline", f"{h.value:,.4g} {h.unit} (95% interval {h.ci_low:,.4g}-{h.ci_high:,.4g})" if h else "-"),
+        ("headline", f"{human(h.value)} {h.unit} (95% interval {human(h.ci_low)}-{human(h.ci_high)})" if h else "-"),
         ("measurement mode", r.measurement_mode), ("suite", r.suite), ("run", r.run_id), ("created (UTC)", r.created_utc),
         ("native env", r.what.native_env_id), *mode.page_rows(r),
-        ("startup s (median)", s and s.startup_s_median), ("compile s (median)", s and s.compile_s_median),
-        ("host memory MiB (per env)", s.host_memory_cell() if s else "-"), ("device peak MiB", s and s.device_peak_mib),
+        ("startup s (median)", human(s and s.startup_s_median)), ("compile s (median)", human(s and s.compile_s_median)),
+        ("host memory MiB (per env)", s.host_memory_cell() if s else "-"),
+        ("device peak MiB", human(s and s.device_peak_mib) if s and s.device_peak_mib is not None else "- (not measured: no GPU)"),
         ("machine", f"{identity(r)}, {m.memory_gib} GiB"),
         ("python", m.python), ("gpuenv commit", r.where.git.sha),
         ("image", container.image or "none (ran outside a gpuenv image)"), ("image id", container.id or "-"),
@@ -133,16 +134,34 @@ def case_page(r: Record, root: Path, css: str) -> None:
     ]
     packages = sorted(r.where.packages.items())
     phase_rows = mode.phase_rows(r)
+    process_rows = mode.process_rows(r)
     details = sorted((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.what.details.items())
     body = (nav(prefix) + f"<h1>{attr(r.case_key)}</h1>"
             f"<p class='note'><a href='{prefix}{record_href(r)}'>the record (JSON)</a></p>"
             "<h2>Reproduce</h2><pre>" + attr("\n".join(reproduce(r))) + "</pre>"
             "<h2>Result and provenance</h2>" + _kv(rows)
+            + ("<h2>Worker processes</h2><p class='note'>Each process's timed values (env steps/s): the headline is their "
+               "median, its interval a bootstrap over processes, then values.</p>"
+               + html_table(["process", "values, env steps/s", "startup s", "outcome"], process_rows, "processes")
+               if process_rows else "")
             + ("<h2>Phases</h2>" + html_table(["phase", "env steps/s", "ratio to step+reset", "what ran / why not"], phase_rows, "phases")
                if phase_rows else "")
             + "<h2>Backend details</h2>" + _kv(details)
             + "<h2>Package versions</h2>" + html_table(["package", "version"], [list(p) for p in packages], "packages"))
     path.write_text(page(body, css, prefix))
+
+
+def human(x: Any) -> str:
+    """A number as people read it: 34.7k, 1.23M, 0.75, 12.3; text and None (as '-') unchanged."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return str(x)
+    if abs(x) >= 1e4:
+        return fmt_rate(abs(x)) if x >= 0 else "-" + fmt_rate(-x)
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}" if abs(x) < 1 else f"{x:.1f}"
 
 
 def page(body: str, css: str, prefix: str) -> str:
@@ -167,18 +186,25 @@ def throughput_figures(records: list[Record], prefix: str) -> list[str]:
     """Per task: env steps/s over num_envs, one line per backend:variant, 95% interval as error bars."""
     from gpuenv.tasks import task_rank
 
-    by_task: dict[str, dict[str, list[tuple[Record, StepRate]]]] = defaultdict(lambda: defaultdict(list))
+    by_task: dict[str, dict[tuple[str, str], list[tuple[Record, StepRate]]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         if (step := of(r).step_rate(r)) is not None:
-            by_task[r.case.task][r.case.label].append((r, step))
+            by_task[r.case.task][(r.case.label, r.run_id)].append((r, step))
     out = []
     for task in sorted(by_task, key=task_rank):
         traces = []
-        for name, rs in sorted(by_task[task].items()):
+        runs_of: dict[str, list[str]] = defaultdict(list)  # a backend measured in several runs: one curve per run
+        for label, run in sorted(by_task[task]):
+            runs_of[label].append(run)
+        for (name, run), rs in sorted(by_task[task].items()):
             rs.sort(key=lambda rp: rp[1].num_envs)
             e = [step for _, step in rs]
+            nth = runs_of[name].index(run)
             traces.append({
-                "type": "scatter", "mode": "lines+markers", "name": attr(name),
+                "type": "scatter", "mode": "lines+markers",
+                "name": attr(name if len(runs_of[name]) == 1 else f"{name} (run {run})"),
+                "line": {"color": colour(name), "dash": ("solid", "dot", "dash", "dashdot")[nth % 4]},
+                "marker": {"color": colour(name)},
                 "x": [v.num_envs for v in e], "y": [v.median for v in e],
                 "error_y": {"type": "data", "symmetric": False, "array": [v.ci_high - v.median for v in e],
                             "arrayminus": [v.median - v.ci_low for v in e]},
@@ -319,15 +345,17 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
                     pred = o.predicted_s(budget, 1)
                     name = f"{o.selector} ({'PPO training, predicted' if pred else 'stepping only'})"
                     fig_traces[name].append((pred[0] if pred else o.wall_s(budget, 1)) / 3600)
-        traces = [{"type": "bar", "name": attr(sel), "x": [f"{b:,}" for b in BUDGETS][:len(v)], "y": v,
-                   "hovertemplate": f"{attr(sel)}: %{{y:.3g}} h to %{{x}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
+        traces = [{"type": "scatter", "mode": "lines+markers", "name": attr(sel), "x": BUDGETS[:len(v)], "y": v,
+                   "line": {"color": colour(sel.split(" (", 1)[0]), "dash": "solid" if "predicted" in sel else "dot"},
+                   "hovertemplate": f"{attr(sel)}: %{{y:.3g}} h to %{{x:,}} steps<extra></extra>"} for sel, v in sorted(fig_traces.items())]
         also = f"; also measured on {attr('; '.join(others))} (`gpuenv decide --machine N`)" if others else ""
         parts.append(f"<h2>{attr(task)}</h2><p class='note'>records of {attr(machine)}{also}</p>")
         parts.append(html_table(["runs x steps", "decision-table row", "answer", "why"], rows, "decision"))
         if traces:
             parts.append(figure(f"decision-{slug(task)}", traces, {
-                "title": {"text": f"{attr(task)}: hours to the budget (one run)"}, "barmode": "group",
-                "yaxis": {"title": {"text": "hours (log)"}, "type": "log"}, "xaxis": {"title": {"text": "env steps"}}}))
+                "title": {"text": f"{attr(task)}: hours to the budget (one run; dotted: stepping only, no training predicted)"},
+                "yaxis": {"title": {"text": "hours (log scale)"}, "type": "log"},
+                "xaxis": {"title": {"text": "env steps per run (log scale)"}, "type": "log"}}))
         parts += [f"<p class='note'>Model check: {attr(c.case_key)}: predicted {duration(c.predicted_s)} "
                   f"[{duration(c.predicted_lo)}-{duration(c.predicted_hi)}] of training to the threshold, measured "
                   f"{duration(c.measured_s)} (median of {c.seeds} seeds): error {100 * c.error:+.0f}%</p>" for c in checks]

@@ -64,13 +64,18 @@ def history_plot(series: History, title: str, path: Path, by_version: bool = Fal
         xs = list(dict.fromkeys(x for pts in group.values() for x, _, _ in pts))  # commits: time order
         if by_version:
             xs.sort(key=lambda x: version_key(x.rsplit(" ", 1)[-1]))
+        units = set()
         for key, pts in sorted(group.items()):
             at = sorted({xs.index(x) for x, _, _ in pts})
-            ys = [[v for x, v, _ in pts if xs.index(x) == i] for i in at]
-            ax.plot(at, [sum(y) / len(y) for y in ys], marker="o", label=mathtext(key), color=colour(key))
+            newest = [max((p for p in pts if xs.index(p[0]) == i), key=lambda p: p[2].created_utc) for i in at]  # one point per x
+            heads = [of(r).headline(r) for _, _, r in newest]
+            units |= {h.unit for h in heads}
+            label = newest[0][2].case.label  # the backend's colour, the same in every figure of the site
+            ax.errorbar(at, [h.value for h in heads], yerr=[[h.value - h.ci_low for h in heads], [h.ci_high - h.value for h in heads]],
+                        marker="o", capsize=3, label=mathtext(key), color=colour(label))
         ax.set_xticks(range(len(xs)), [mathtext(x) for x in xs], rotation=20, ha="right", fontsize=8)
         ax.set_yscale("log")
-        ax.set_ylabel("headline (median / IQM)")
+        ax.set_ylabel(mathtext(f"{' / '.join(sorted(units))} (median, 95% interval; log scale)"), fontsize=8)
         ax.set_title(mathtext(f"{title}: {panel}") if by_version else title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
@@ -97,7 +102,8 @@ def build(records: list[Record], out: Path, num_envs: int | None = None) -> Path
 
     out.mkdir(parents=True, exist_ok=True)
     mark_output(out, "a report site (gpuenv report)")  # its records/ are copies: readers skip the site
-    for name in sorted({r.case.label for r in records}):
+    registry = default_registry()  # one colour per backend:variant, in the registry's order: the same in every site
+    for name in [f"{b.name}:{v}" for b in registry.backends.values() for v in b.variants or ()] + sorted({r.case.label for r in records}):
         colour(name)
     ix.write_plotly_js(out)
     for r in records:
@@ -107,18 +113,39 @@ def build(records: list[Record], out: Path, num_envs: int | None = None) -> Path
     groups = machines(records)
     if len(groups) == 1:
         return _page(records, out, num_envs, groups[0][0], "")
-    items = []
+    items, options = [], []
     for i, (machine, recs) in enumerate(groups, 1):
         _page(recs, out / f"machine-{i}", num_envs, machine, "../")
-        items.append(f"<li><a href='machine-{i}/index.html'>machine {i}</a>: {attr(machine)} ({len(recs)} records)</li>")
+        items.append(f"<li><a href='machine-{i}/index.html'>machine {i}</a>: {attr(machine)}<br>"
+                     f"<span class='note'>{attr(machine_summary(recs))}</span></li>")
+        options.append(f"<option value='machine-{i}/index.html'>machine {i}: {attr(machine.split(', reference speed')[0])}</option>")
+    picker = ("<p><label>Go to a machine: <select onchange=\"if(this.value){window.location.href=this.value;}\">"
+              f"<option value=''>choose</option>{''.join(options)}</select></label></p>")
     page = _html(
         ix.nav("") + f"<h1>gpuenv results</h1><p class='note'>{len(records)} records from {len(groups)} machines, told apart by identity "
-        f"and a reference workload's speed (or one machine whose speed changed between runs); built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
-        f"Their numbers are not comparable, so each has its own page.</p><ul>{''.join(items)}</ul>", ""
+        f"and a reference workload's speed (runs of one --machine-name are one machine); built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
+        f"Their numbers are not comparable, so each has its own page.</p>{picker}<ul>{''.join(items)}</ul>", ""
     )
     index = out / "index.html"
     index.write_text(page)
     return index
+
+
+def machine_summary(records: list[Record]) -> str:
+    """One line for the index: how many records and runs, when, which tasks, and each task's fastest
+    backend by its headline (throughput records only)."""
+    from gpuenv.format import fmt_rate
+    from gpuenv.tasks import task_rank
+
+    runs = {r.run_id for r in records}
+    days = sorted(r.created_utc[:10] for r in records)
+    best: dict[str, tuple[float, str]] = {}
+    for r in records:
+        if (step := of(r).step_rate(r)) is not None and step.median > best.get(r.case.task, (0.0, ""))[0]:
+            best[r.case.task] = (step.median, f"{r.case.label} {fmt_rate(step.median)} env steps/s at {step.num_envs} envs")
+    fastest = "; ".join(f"{task}: {best[task][1]}" for task in sorted(best, key=task_rank))
+    span = days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
+    return f"{len(records)} records in {len(runs)} run(s), {span}" + (f"; fastest per task: {fastest}" if fastest else "")
 
 
 def _html(body: str, prefix: str) -> str:

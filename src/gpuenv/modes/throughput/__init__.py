@@ -92,6 +92,17 @@ class Throughput(Mode["ThroughputRecord"]):
     def device(self, record: ThroughputRecord) -> str | None:
         return record.what.device
 
+    def process_rows(self, record: ThroughputRecord) -> list[list[str]]:
+        from gpuenv.format import fmt_rate
+
+        rows = []
+        for p in record.processes:
+            startup = (p.model_extra or {}).get("startup_s")
+            rows.append([str(p.index), ", ".join(fmt_rate(v) for v in p.env_steps_per_s) or "-",
+                         f"{startup:.1f}" if isinstance(startup, int | float) else "-",
+                         p.failure.reason if p.failure else "ok"])
+        return rows
+
     def page_rows(self, record: ThroughputRecord) -> list[tuple[str, Any]]:
         import json
 

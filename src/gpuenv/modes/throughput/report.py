@@ -256,14 +256,19 @@ def _by_task(records: Records) -> dict[str, Records]:
 def scaling_plot(task: str, recs: Records, path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    lines: dict[str, Records] = defaultdict(list)
+    lines: dict[tuple[str, str], Records] = defaultdict(list)  # one line per backend and run: points of two runs never join
     for r in recs:
-        lines[r.case.label].append(r)
-    for name, rs in sorted(lines.items()):
+        lines[(r.case.label, r.run_id)].append(r)
+    runs_of: dict[str, list[str]] = defaultdict(list)
+    for name, run in sorted(lines):
+        runs_of[name].append(run)
+    for (name, run), rs in sorted(lines.items()):
         rs.sort(key=lambda r: r.case.num_envs)
         x = [r.case.num_envs for r in rs]
         s = [r.ok_summary.env_steps_per_s for r in rs]
-        ax.plot(x, [v.median for v in s], marker="o", label=mathtext(name), color=colour(name))
+        label = name if len(runs_of[name]) == 1 else f"{name} (run {run})"
+        style = ("-", ":", "--", "-.")[runs_of[name].index(run) % 4]
+        ax.plot(x, [v.median for v in s], marker="o", linestyle=style, label=mathtext(label), color=colour(name))
         ax.fill_between(x, [v.ci_low for v in s], [v.ci_high for v in s], alpha=0.2, color=colour(name))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -288,7 +293,12 @@ def comparison_plot(recs: Records, num_envs: int, path: Path) -> bool:
     med = [e.median for e in rates]
     err = [[e.median - e.ci_low for e in rates], [e.ci_high - e.median for e in rates]]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.5))
-    ax.barh([mathtext(n) for n in names], med, xerr=err, color="tab:blue", alpha=0.8)
+    # a dot per case with its interval, not a bar: the rates span orders of magnitude, and a bar's
+    # length on a log axis means nothing; each backend keeps its colour of every other figure
+    ys = range(len(rows))
+    for y, r, m, lo, hi in zip(ys, rows, med, *err):
+        ax.errorbar([m], [y], xerr=[[lo], [hi]], fmt="o", color=colour(r.case.label), capsize=3)
+    ax.set_yticks(list(ys), [mathtext(n) for n in names])
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel(f"env steps/s at {num_envs} envs (median, 95% interval)")
