@@ -65,7 +65,9 @@ def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
 
 def _run(step: Step, deadline: float) -> None:
     start = time.monotonic()
-    proc = subprocess.Popen(step.argv, start_new_session=True)
+    # Ctrl-C's signal reaches the step even where this runs from a background shell, whose children
+    # inherit SIGINT ignored (Python then installs no KeyboardInterrupt handler)
+    proc = subprocess.Popen(step.argv, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         step.returncode = proc.wait(timeout=max(1.0, deadline - start))
     except subprocess.TimeoutExpired:
