@@ -169,28 +169,30 @@ def _of(opts: list[Option], row: str) -> list[Option]:
     return [o for o in opts if o.selector.split(":", 1)[0] in names]
 
 
-def pick_machine(task: str, records: list[Record], machine: str | None) -> tuple[str, list[Record], list[tuple[str, list[Record]]]]:
+def pick_machine(task: str, records: list[Record], machine: str | None,
+                 groups: list[tuple[str, list[Record]]] | None = None) -> tuple[str, list[Record], list[tuple[str, list[Record]]]]:
     """(label, its records of `task`, the other machines' (label, records)) for one machine: the one `machine`
     names (its number in `gpuenv show`'s order, or text in its label), else the one with the newest
     records of this task. Records of different machines never mix in one answer."""
     from gpuenv.measure.fingerprint import machines
 
-    ok = [r for r in records if r.status == "ok"]
-    groups = [(i, label, [r for r in recs if r.case.task == task]) for i, (label, recs) in enumerate(machines(ok), 1)]
-    groups = [g for g in groups if g[2]]
-    if not groups:
+    if groups is None:  # a caller deciding many times over the same records passes them grouped once
+        groups = machines([r for r in records if r.status == "ok"])
+    numbered = [(i, label, [r for r in recs if r.case.task == task]) for i, (label, recs) in enumerate(groups, 1)]
+    numbered = [g for g in numbered if g[2]]
+    if not numbered:
         raise UserError(f"no ok record of task {task!r} in these results: measure it first "
                         f"(gpuenv bench --task {task}), or pass the directories that have it")
-    listing = "; ".join(f"[{i}] {label}" for i, label, _ in groups)
+    listing = "; ".join(f"[{i}] {label}" for i, label, _ in numbered)
     if machine is None:
-        chosen = max(groups, key=lambda g: max(r.created_utc for r in g[2]))
+        chosen = max(numbered, key=lambda g: max(r.created_utc for r in g[2]))
     else:
-        found = [g for g in groups if (machine.strip() == str(g[0])) or (not machine.strip().isdigit() and machine.lower() in g[1].lower())]
+        found = [g for g in numbered if (machine.strip() == str(g[0])) or (not machine.strip().isdigit() and machine.lower() in g[1].lower())]
         if len(found) != 1:
             raise UserError(f"--machine {machine!r} names {'none' if not found else len(found)} of the machines with {task} records "
                             f"({listing}): pass its number or a part of its label only it has")
         chosen = found[0]
-    others = [(f"[{i}] {label}", recs) for i, label, recs in groups if i != chosen[0]]
+    others = [(f"[{i}] {label}", recs) for i, label, recs in numbered if i != chosen[0]]
     return f"[{chosen[0]}] {chosen[1]}", chosen[2], others
 
 
@@ -364,14 +366,15 @@ def versus_rule(row: str, pick: Option, fastest: Option, opts: list[Option], bud
     return out
 
 
-def decide(task: str, budget: int, configs: int, records: list[Record], machine: str | None = None, partial: bool = False) -> Decision:
+def decide(task: str, budget: int, configs: int, records: list[Record], machine: str | None = None, partial: bool = False,
+           groups: list[tuple[str, list[Record]]] | None = None) -> Decision:
     """The answer from one machine's records (pick_machine); a half-finished run among them
     (results.runs.half_finished) is refused unless `partial`, and then named in the why lines."""
     from gpuenv.results.runs import half_finished
 
     if configs < 1:
         raise UserError(f"--configs must be >= 1 (got {configs})")
-    machine, recs, others = pick_machine(task, records, machine)
+    machine, recs, others = pick_machine(task, records, machine, groups)
     runs = {r.run_id for r in recs}
     unfinished = {run: reason for run, reason in half_finished(records).items() if run in runs}
     if unfinished and not partial:
@@ -476,7 +479,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         gpu_backends = ", ".join(b.name for b in default_registry().visible() if b.device == "gpu" and task in b.tasks)
         answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
                   f"this machine's fastest: {answer}")
-    checks = [c for c in model_checks(records) if c.task == task]
+    checks = [c for c in model_checks(recs) if c.task == task]  # recs: this machine's ok records of the task
     if pred and checks:
         errs = sorted(100 * c.error for c in checks)
         answer += (f"; the interval is the parts' measurement noise only: the model missed this machine's "

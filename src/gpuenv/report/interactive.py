@@ -109,7 +109,7 @@ def case_page(r: Record, root: Path, css: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     rec_path = root / record_href(r)
     rec_path.parent.mkdir(parents=True, exist_ok=True)
-    rec_path.write_text(json.dumps(as_dict(r), indent=1, default=str))
+    rec_path.write_text(json.dumps(as_dict(r), default=str, separators=(",", ":")))  # compact: json's C encoder (indent is pure Python)
     prefix = "../../"
     mode = of(r)
     h = mode.headline(r) if r.status == "ok" else None
@@ -316,9 +316,11 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
     from gpuenv.decide import decide
     from gpuenv.errors import UserError
     from gpuenv.format import duration
+    from gpuenv.measure.fingerprint import machines
     from gpuenv.tasks import task_rank
 
     tasks = sorted({r.case.task for r in records if of(r).step_rate(r) is not None}, key=task_rank)
+    groups = machines([r for r in records if r.status == "ok"])  # once for every task and budget below
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
              "almost surely GPU), answered from the records of one machine per task: per backend the predicted wall-clock to "
@@ -334,7 +336,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
         checks: list = []
         for budget, configs in [*((b, 1) for b in BUDGETS), (10_000_000, 20)]:
             try:
-                d = decide(task, budget, configs, records, partial=True)  # a half-finished run is said in its why lines
+                d = decide(task, budget, configs, records, partial=True, groups=groups)  # a half-finished run is said in its why lines
             except UserError as e:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue
