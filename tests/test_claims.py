@@ -202,6 +202,7 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     assert brax.num_envs == 8192 and brax.parts is not None and brax.parts.num_envs == 1024  # parts of the other run, same machine
     assert d.answer.startswith("brax:generalized: trains 1 x 50,000,000 steps in") and "at 1024 envs" in d.answer
     assert any("no CPU backend was measured on this machine" in w for w in d.why)
+    assert not [n for n in d.needs_gpu if "projection" in n]  # brax and mjx were measured on its GPU: no claim stands in
     assert len(d.other_machines) == 3 and all(o.startswith("[") for o in d.other_machines)
     # from the VM, the H200's GPU simulator is set beside the VM's quickest CPU backend, each on its own machine
     vm = decide("halfcheetah", 10**9, 1, published_records, machine=VM)
@@ -232,6 +233,10 @@ def test_decide_lands_in_each_row_of_the_table(published_records, task, budget, 
     assert d.options and all(o.rate > 0 for o in d.options)
     if budget == 10**9:
         assert any("this machine measured no backend on a GPU" in w for w in d.why)
+        # the published claims of the GPU backends never measured on a GPU on this machine, as projections
+        assert any(n.startswith("unverified projection from course material (decision lecture)'s claim 'Brax ~10M steps/s' (RTX 3090): "
+                                "1 x 1,000,000,000 steps of brax stepping in 100 s at that rate, no training, not measured here") and
+                   "make gpu-check" in n for n in d.needs_gpu), d.needs_gpu
 
 
 def with_learn(record: dict, learn: float, inference: float | None = None) -> dict:

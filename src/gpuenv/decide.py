@@ -196,6 +196,30 @@ def pick_machine(task: str, records: list[Record], machine: str | None,
     return f"[{chosen[0]}] {chosen[1]}", chosen[2], others
 
 
+def projections(task: str, opts: list[Option], budget: int, configs: int) -> list[str]:
+    """For each GPU backend offering `task` that these records never measured on a GPU: each published
+    claim of its env-step rate on a GPU or TPU (claims/register.toml), as what stepping through the
+    budget would take at that rate: an unverified projection, beside the command that would measure it."""
+    from gpuenv.claims.register import load_register
+    from gpuenv.format import duration
+    from gpuenv.registry import default_registry
+
+    on_gpu = {o.selector.split(":", 1)[0] for o in opts if o.gpu_backend and o.device != "cpu"}
+    gpu_backends = [b.name for b in default_registry().visible() if b.device == "gpu" and task in b.tasks and b.name not in on_gpu]
+    out = []
+    for c in load_register():
+        backend = c.check.backend.split(":", 1)[0]
+        rate = c.value if c.value is not None else c.value_low  # a range: its low end
+        if (c.check.kind != "rate" or backend not in gpu_backends or c.check.task != task or c.unit != "env steps/s"
+                or c.hardware_class not in ("gpu", "tpu") or not rate):
+            continue
+        out.append(f"unverified projection from {c.who}'s claim '{c.stated}' ({c.hardware}): {configs} x {budget:,} steps of "
+                   f"{backend} stepping in {duration(configs * budget / float(rate))} at that rate, no training, not measured here "
+                   f"(claim {c.id}); measure it on a GPU machine: make gpu-check, or gpuenv bench --suite throughput "
+                   f"--backend {backend} --task {task}")
+    return out
+
+
 def newest_line(label: str, recs: list[Record]) -> str:
     return f"{label} (newest record {max(r.created_utc for r in recs)[:16].replace('T', ' ')} UTC)"
 
@@ -423,6 +447,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         needs.append(f"{', '.join(o.selector for o in gpu_cpu)} step on a GPU where there is one; here they were measured on the CPU, "
                      f"so the '{ROWS['gpu']}' row and how far below {BUDGET_LIMIT // 1_000_000}M steps a GPU stops paying for its "
                      "startup and compile need GPU measurements (gpuenv bench --suite throughput on a GPU machine)")
+    needs += projections(task, opts, budget, configs)
     if _course_task(task):
         row = ROWS["course"]
         pick = quickest(_of(opts, "course"))
