@@ -385,6 +385,9 @@ def test_site_index_picks_machines_and_every_figure_keeps_a_backends_colour_and_
     h200 = next(p for p in machine_pages if "lent-h200" in p.read_text()).read_text()
     names = {t["name"] for traces in figures(h200) for t in traces}
     assert {"brax:generalized (run 20261204T125404Z-e1eb10)", "brax:generalized (run 20261204T130055Z-672af9)"} <= names
+    vm = next(p for p in machine_pages if "over 11 runs" in p.read_text()).read_text()  # the VM with most history
+    assert "<h2 id='regressions'>Regressions and stopped series</h2>" in vm and re.search(r"\d+ change point\(s\) in \d+ case histories", vm)
+    assert "Not seen: " in vm and "case histories have fewer than" in vm  # what the search could not see is said
     decision = figures((site / "decision.html").read_text())
     assert decision and all(t["type"] == "scatter" for traces in decision for t in traces)  # no bars on a log axis
     (case,) = (site / "cases" / "20261204T125404Z-e1eb10").glob("brax-generalized-halfcheetah-n1024-*.html")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpuenv.escape import mathtext, pyplot
-from gpuenv.format import attr, colour
+from gpuenv.format import attr, colour, html_table
 from gpuenv.measure.fingerprint import drift, machines
 from gpuenv.modes import by_mode, of
 from gpuenv.registry import default_registry
@@ -87,7 +87,7 @@ def history_plot(series: History, title: str, path: Path, by_version: bool = Fal
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}.nav{font-size:14px}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
 table.kv th{text-align:left;vertical-align:top}.figure{margin:1em 0}
 table.claims td,table.decision td{text-align:left;vertical-align:top}
-table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+table{border-collapse:collapse;margin:1em 0;font-size:14px;display:block;max-width:100%;overflow-x:auto}td{overflow-wrap:anywhere}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,td:nth-child(2),th{text-align:left}img{max-width:100%;border:1px solid #eee}h2{border-bottom:1px solid #ddd}
 .note{color:#666;font-size:13px}"""
 
@@ -148,6 +148,22 @@ def machine_summary(records: list[Record]) -> str:
     return f"{len(records)} records in {len(runs)} run(s), {span}" + (f"; fastest per task: {fastest}" if fastest else "")
 
 
+def regression_section(records: list[Record]) -> list[str]:
+    """`gpuenv regressions` on this machine's records: the change points (regressions first) and what
+    the search could not see (short histories, stopped series)."""
+    from gpuenv.history.regress import COLUMNS, change_points
+
+    search = change_points(records)
+    found = sorted(search.found, key=lambda f: not f.regression)
+    out = [f"<h2 id='regressions'>Regressions and stopped series</h2><p class='note'>{len(found)} change point(s) in "
+           f"{search.histories} case histories ({search.records} records), as `gpuenv regressions` finds them (permutation test "
+           "of the best split, p &lt; 0.01).</p>"]
+    if found:
+        out.append(html_table(list(COLUMNS), [f.row() for f in found], "regressions"))
+    out += [f"<p class='note'>Not seen: {attr(line)}</p>" for line in search.blind_lines()]
+    return out
+
+
 def _html(body: str, prefix: str) -> str:
     from gpuenv.report.interactive import page
 
@@ -164,6 +180,7 @@ def _page(records: list[Record], out: Path, num_envs: int | None, machine: str, 
     parts += [f"<p class='note'>Warning: {attr(line)}</p>" for line in drift(records)]
     for mode, mine in by_mode(records):
         parts += mode.site_sections(list(latest(mine).values()), out, num_envs)
+    parts += regression_section(records)
     ok = [r for r in records if r.status == "ok"]
     for key, title in (("commit", "History over gpuenv commits"), ("version", "History over library versions")):
         series = history_series(ok, key)
