@@ -543,3 +543,13 @@ def test_the_course_rule_beside_the_numbers_and_the_crossover_budget():
     assert "and the numbers agree: brax:generalized is the fastest measured" in agree[0]
     blind = versus_rule(ROWS["gpu"], cpu, cpu, [cpu], 10**9, 1)
     assert "cannot be checked here: no GPU simulator was measured on a GPU" in blind[0] and "no crossover budget" in blind[1]
+
+
+def test_report_links_each_records_commit_and_refuses_a_template_without_sha(cli, tmp_path):
+    r = cli("report", str(ONE_RUN), "--out", str(tmp_path / "s"), "--commit-url", "https://example.org/c/{sha}")
+    assert r.returncode == 0, r.stderr
+    page = next((tmp_path / "s" / "cases").rglob("*.html")).read_text()
+    assert re.search(r"run 20261202T140237Z-4d17bd · <a href='https://example.org/c/[0-9a-f]{40}'>gpuenv commit [0-9a-f]{10}", page), page[:2000]
+    r = cli("report", str(ONE_RUN), "--out", str(tmp_path / "t"), "--commit-url", "https://example.org/c/")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "give an http(s) URL with one {sha} in it" in r.stderr
+    assert not (tmp_path / "t").exists()

@@ -168,6 +168,7 @@ def report(
     paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
     out: Annotated[str, typer.Option("--out", "-o", help="site directory")] = "results/site",
     num_envs: Annotated[int | None, typer.Option("--num-envs", help="num_envs of the backend comparison")] = None,
+    commit_url: Annotated[str | None, typer.Option("--commit-url", help="link each record's gpuenv commit: a URL with {sha}, e.g. https://github.com/ORG/gpuenv/commit/{sha} (default in GitHub Actions: this repository's)")] = None,
 ) -> None:
     """Build the static report site (HTML + PNG, works offline) from stored records."""
     from gpuenv.history.load import load_records
@@ -182,13 +183,16 @@ def report(
     if any(site.resolve() == p or site.resolve() in p.parents for p in inputs):
         raise UserError(f"--out {out} holds the records it reads: the site marks its folder as gpuenv's output, which readers "
                         "skip; pass a folder inside or beside them (default results/site)")
+    from gpuenv.report.interactive import commit_link_template
+
+    template = commit_link_template(commit_url)  # a bad template: one line before any record is read
     records, problems = load_records(paths or ["results"], "records")
     print_skipped(problems)
     sizes = sorted({r.case.num_envs for r in records if r.status == "ok"})
     if num_envs is not None and num_envs not in sizes:
         raise UserError(f"--num-envs {num_envs}: no ok record at that size (measured: {', '.join(map(str, sizes)) or 'none'})")
     try:
-        index = build(records, site, num_envs)
+        index = build(records, site, num_envs, commit_url=template)
     except OSError as e:
         raise UserError(f"cannot write the site to {out}: {os_error_text(e)}") from None
     console.print(f"wrote {markup(index)} ({len(records)} records)")

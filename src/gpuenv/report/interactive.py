@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from gpuenv.errors import UserError
 from gpuenv.format import attr, colour, fmt_rate, html_table, slug
 from gpuenv.measure.fingerprint import identity
 from gpuenv.modes import of
@@ -104,7 +105,28 @@ def _kv(rows: list[tuple[str, Any]]) -> str:
     return "<table class='kv'>" + "".join(f"<tr><th>{attr(k)}</th><td>{attr(v)}</td></tr>" for k, v in rows) + "</table>"
 
 
-def case_page(r: Record, root: Path, css: str) -> None:
+def commit_link_template(given: str | None) -> str | None:
+    """The URL a record's gpuenv commit links to, with {sha}: the one given, else in GitHub Actions
+    this repository's commit page, else none (the site names the commit without a link)."""
+    import os
+
+    if given is None and os.environ.get("GITHUB_REPOSITORY"):
+        given = f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{os.environ['GITHUB_REPOSITORY']}/commit/{{sha}}"
+    if given is not None and (given.count("{sha}") != 1 or not given.startswith(("https://", "http://"))):
+        raise UserError(f"--commit-url {given!r}: give an http(s) URL with one {{sha}} in it, e.g. https://github.com/ORG/gpuenv/commit/{{sha}}")
+    return given
+
+
+def commit_html(r: Record, template: str | None) -> str:
+    sha = r.where.git.sha
+    if not sha:
+        return "gpuenv commit unknown"
+    dirty = " (+ uncommitted changes)" if r.where.git.dirty else ""
+    text = f"gpuenv commit {attr(sha[:10])}{dirty}"
+    return f"<a href='{attr(template.format(sha=sha))}'>{text}</a>" if template else text
+
+
+def case_page(r: Record, root: Path, css: str, commit_url: str | None = None) -> None:
     path = root / case_href(r)
     path.parent.mkdir(parents=True, exist_ok=True)
     rec_path = root / record_href(r)
@@ -137,7 +159,8 @@ def case_page(r: Record, root: Path, css: str) -> None:
     process_rows = mode.process_rows(r)
     details = sorted((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.what.details.items())
     body = (nav(prefix) + f"<h1>{attr(r.case_key)}</h1>"
-            f"<p class='note'><a href='{prefix}{record_href(r)}'>the record (JSON)</a></p>"
+            f"<p class='note'><a href='{prefix}{record_href(r)}'>the record (JSON)</a> · run {attr(r.run_id)} · "
+            f"{commit_html(r, commit_url)}</p>"
             "<h2>Reproduce</h2><pre>" + attr("\n".join(reproduce(r))) + "</pre>"
             "<h2>Result and provenance</h2>" + _kv(rows)
             + ("<h2>Worker processes</h2><p class='note'>Each process's timed values (env steps/s): the headline is their "
@@ -178,7 +201,7 @@ def _hover(r: Record, step: StepRate) -> str:
              f"{fmt_rate(step.median)} env steps/s ({fmt_rate(step.ci_low)}-{fmt_rate(step.ci_high)})",
              f"startup {s.startup_s_median:.1f} s, compile {s.compile_s_median:.1f} s" if s else "",
              f"host memory {attr(s.host_memory_cell() if s else '-')} MiB",
-             attr(identity(r)), "click: the case's page"]
+             f"run {attr(r.run_id)}, gpuenv {attr((r.where.git.sha or 'unknown')[:10])}", attr(identity(r)), "click: the case's page"]
     return "<br>".join(parts)
 
 
@@ -314,7 +337,6 @@ BUDGETS = (1_000_000, 10_000_000, 50_000_000, 1_000_000_000)
 
 def decision_page(records: list[Record], root: Path, css: str) -> Path:
     from gpuenv.decide import decide
-    from gpuenv.errors import UserError
     from gpuenv.format import duration
     from gpuenv.measure.fingerprint import machines
     from gpuenv.tasks import task_rank

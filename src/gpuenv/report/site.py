@@ -92,7 +92,7 @@ td:first-child,td:nth-child(2),th{text-align:left}img{max-width:100%;border:1px 
 .note{color:#666;font-size:13px}"""
 
 
-def build(records: list[Record], out: Path, num_envs: int | None = None) -> Path:
+def build(records: list[Record], out: Path, num_envs: int | None = None, commit_url: str | None = None) -> Path:
     """index.html (PNGs beside it, interactive figures over them) in `out`, plus claims.html,
     decision.html and one page per case (cases/), with the records themselves (records/). Records of
     different machines (by identity and reference speed, gpuenv.measure.fingerprint) never share a
@@ -107,7 +107,7 @@ def build(records: list[Record], out: Path, num_envs: int | None = None) -> Path
         colour(name)
     ix.write_plotly_js(out)
     for r in records:
-        ix.case_page(r, out, CSS)
+        ix.case_page(r, out, CSS, commit_url)
     ix.claims_page(records, out, CSS)
     ix.decision_page(records, out, CSS)
     groups = machines(records)
