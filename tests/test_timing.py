@@ -198,3 +198,20 @@ def test_energy_per_million_steps_is_null_without_counters():
     res = [{"resources": {"energy": {"cpu_joules": 3.0, "gpu_joules": None}}, "steps_per_value": 1000, "value_s": [0.1, 0.1, 0.1]}]
     assert energy_per_m_steps(res) == {"cpu_j_per_m_steps": 1000.0, "gpu_j_per_m_steps": None}
     assert energy_per_m_steps([{"resources": {}, "steps_per_value": 10, "value_s": [1]}]) == {"cpu_j_per_m_steps": None, "gpu_j_per_m_steps": None}
+
+
+@pytest.mark.parametrize("driver, simulator, top, label", [
+    # JAX on the CPU (one process: XLA's threads compute while the Python thread waits): the published
+    # make bench's Brax and MJX rows, which read "round trip ... driver 0.00" before
+    (0.02, 1.14, 0.6, "simulator CPU: its threads at 1.14 cores while the driver waits"),
+    (0.00, 1.01, 0.5, "simulator CPU: its threads at 1.01 cores while the driver waits"),
+    (0.47, 0.44, 0.4, "round trip: driver and simulator take turns (simulator 0.44 + driver 0.47 of 2 cores"),  # EnvPool sync, cartpole
+    (0.14, 1.83, 0.9, "simulator CPU: all cores busy"),
+    (0.95, 0.30, 0.3, "driver CPU: the Python thread at 0.95 core"),
+    (0.20, 0.20, 0.2, "IPC/wait: no side saturated"),
+])
+def test_the_bottleneck_is_named_from_where_the_cores_went(driver, simulator, top, label):
+    from gpuenv.measure.monitor import bottleneck
+
+    split = {"driver_cores": driver, "simulator_cores": simulator, "simulator_top_cores": top, "cores": 2}
+    assert bottleneck({"samples": 5, "cpu_split": split}).startswith(label)

@@ -59,6 +59,7 @@ class ResourceSamples:
 
 
 BUSY = 0.85  # of a core, or of all cores: "saturated"
+IDLE = 0.1  # of a core: a driver this idle only waits (the simulator's own threads set the pace, not a ping-pong)
 
 
 def memory(tree_peak: int, gpu_method: str | None, device: dict | None = None) -> dict:
@@ -230,8 +231,11 @@ def bottleneck(s: dict) -> str:
         return f"driver CPU: the Python thread at {drv:.2f} core ({nums})"
     if top >= BUSY:
         return f"simulator CPU: one simulator process/thread at {top:.2f} core ({nums})"
+    if drv < IDLE and sim >= BUSY:  # one process whose compute threads work while its Python thread waits (XLA, EnvPool sync)
+        return (f"simulator CPU: its threads at {sim:.2f} cores while the driver waits, and no more of the machine's cores "
+                f"used ({nums})")
     if drv + sim >= BUSY:
-        return f"round trip: driver and simulator take turns, about one core between them ({nums}; each waits on the other's reply)"
+        return f"round trip: driver and simulator take turns ({nums}; each waits on the other's reply)"
     return f"IPC/wait: no side saturated ({nums}; the rest is waiting on sockets, pipes or pacing)"
 
 
