@@ -553,3 +553,16 @@ def test_report_links_each_records_commit_and_refuses_a_template_without_sha(cli
     r = cli("report", str(ONE_RUN), "--out", str(tmp_path / "t"), "--commit-url", "https://example.org/c/")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "give an http(s) URL with one {sha} in it" in r.stderr
     assert not (tmp_path / "t").exists()
+
+
+def test_decide_without_a_task_answers_every_measured_task_in_one_line_each(cli):
+    """What `make bench` ends with: per task of the records, the row and the answer naming the machine."""
+    r = cli("decide", "--budget", "50M", str(PUBLISHED / "20261204T100646Z-df2a69"))
+    assert r.returncode == 0, r.stderr
+    tasks = re.findall(r"^  ([a-z_]+): ", r.stdout, re.M)  # one answer line each (wrapped lines start at column 0)
+    assert tasks == ["cartpole", "halfcheetah", "ant", "pong", "ballchase"], r.stdout
+    out = " ".join(r.stdout.split())
+    assert "halfcheetah: budget < 50M steps: CPU is fine -> envpool:sync: trains 1 x 50,000,000 steps in" in out
+    assert "ballchase: course tasks: Godot CPU is fine -> godot:" in out and "on the records' machine ([1] Intel(R) Xeon(R)" in out
+    j = json.loads(cli("decide", "--budget", "50M", "-t", "cartpole", "-t", "pong", str(PUBLISHED), "-m", VM, "--json").stdout)
+    assert [d["task"] for d in j] == ["cartpole", "pong"] and all(d["machine"].startswith(f"[{VM}] ") for d in j)

@@ -49,3 +49,18 @@ def test_decide_refuses_a_half_finished_run_unless_asked(cli, tmp_path):
     out = " ".join(r.stdout.split())
     assert r.returncode == 0 and "answer: envpool:sync: trains 1 x 50,000,000 steps" in out, r.stderr
     assert "why: from half-finished run 20261204T100646Z-df2a69 (38 of the 41 cases" in out and "as --partial asked" in out
+
+
+def test_decide_answers_from_the_machines_finished_runs_and_says_which_it_left_out(cli, tmp_path):
+    whole = copied(tmp_path / "whole", 41)  # the same machine: one finished run ...
+    half = copied(tmp_path / "half", 41, drop=3)  # ... and a later one killed before 3 of its cases
+    for p in half.rglob("*.json"):
+        rec = json.loads(p.read_text())
+        rec["run_id"], rec["created_utc"] = "20261205T000000Z-aaaaaa", rec["created_utc"].replace("2026-12-04", "2026-12-05")
+        rec["invocation"]["started_utc"] = "2026-12-05T00:00:00+00:00"
+        p.write_text(json.dumps(rec))
+    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(whole), str(half))
+    out = " ".join(r.stdout.split())
+    assert r.returncode == 0, r.stderr
+    assert "why: left out half-finished run 20261205T000000Z-aaaaaa (38 of the 41 cases its bench command planned" in out
+    assert "--partial takes it in" in out and "answer: envpool:sync: trains" in out

@@ -401,11 +401,15 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     machine, recs, others = pick_machine(task, records, machine, groups)
     runs = {r.run_id for r in recs}
     unfinished = {run: reason for run, reason in half_finished(records).items() if run in runs}
-    if unfinished and not partial:
-        run, reason = next(iter(unfinished.items()))
-        raise UserError(f"run {run} of {machine.split(', reference speed')[0]} is half-finished ({reason}): an answer from it can "
-                        "lack the backends it never reached; pass --partial to decide from it anyway, finish it "
-                        f"(gpuenv bench ... --run-id {run}), or pick another machine with --machine N")
+    left_out: dict[str, str] = {}
+    if unfinished and not partial:  # answer from the machine's finished runs; refuse where only half-finished ones remain
+        kept = [r for r in recs if r.run_id not in unfinished]
+        if not any(of(r).step_rate(r) is not None for r in kept):
+            run, reason = next(iter(unfinished.items()))
+            raise UserError(f"run {run} of {machine.split(', reference speed')[0]} is half-finished ({reason}): an answer from it can "
+                            "lack the backends it never reached; pass --partial to decide from it anyway, finish it "
+                            f"(gpuenv bench ... --run-id {run}), or pick another machine with --machine N")
+        recs, left_out, unfinished = kept, unfinished, {}
     opts = options_for(task, machine, recs)
     total = budget * configs
     from gpuenv.format import duration
@@ -479,6 +483,8 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
             why.append(f"vs {line(o)}")
     for run, half in unfinished.items():  # --partial
         why.append(f"from half-finished run {run} ({half}), as --partial asked")
+    for run, half in left_out.items():
+        why.append(f"left out half-finished run {run} ({half}); --partial takes it in")
     if pick.ttr:
         why.append(pick.ttr)
     verdict = versus_rule(row, pick, fastest, opts, budget, configs)
@@ -513,3 +519,24 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
     return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict,
                     [newest_line(label, theirs) for label, theirs in others])
+
+
+def decide_each(tasks: list[str] | None, budget: int, configs: int, records: list[Record], machine: str | None = None,
+                partial: bool = False) -> list[tuple[str, Decision | str]]:
+    """decide() for each task (default: every task with a throughput record, in catalogue order), the
+    machine grouping computed once; a task that cannot be answered gets its one-line reason instead."""
+    from gpuenv.measure.fingerprint import machines
+    from gpuenv.tasks import task_rank
+
+    if tasks is None:
+        tasks = sorted({r.case.task for r in records if r.status == "ok" and of(r).step_rate(r) is not None}, key=task_rank)
+        if not tasks:
+            raise UserError("no ok throughput record in these results: run `gpuenv bench` first")
+    groups = machines([r for r in records if r.status == "ok"])
+    out: list[tuple[str, Decision | str]] = []
+    for task in tasks:
+        try:
+            out.append((task, decide(task, budget, configs, records, machine, partial, groups)))
+        except UserError as e:
+            out.append((task, str(e)))
+    return out

@@ -35,8 +35,8 @@ def claims(
 
 @app.command()
 def decide(
-    task: Annotated[str, typer.Option("--task", "-t", help="the task (gpuenv list tasks)")],
     budget: Annotated[str, typer.Option("--budget", help="env steps per run: 50M, 1B, 2e7 ...")],
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="the task (gpuenv list tasks; repeatable); default: every task the records measured, one answer line each")] = None,
     paths: Annotated[list[str] | None, typer.Argument(help="record files or directories (default: results/)")] = None,
     configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
     results: Annotated[list[str] | None, typer.Option("--results", hidden=True,
@@ -46,23 +46,40 @@ def decide(
     machine: Annotated[str | None, typer.Option("--machine", "-m", help="answer from this machine's records: its number (as `gpuenv show` numbers them) or text in its label; default: the one with the newest records")] = None,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""
+    from gpuenv.decide import Decision, parse_steps
     from gpuenv.decide import decide as run_decide
-    from gpuenv.decide import parse_steps
     from gpuenv.format import duration
     from gpuenv.history.load import load_records
     from gpuenv.tasks import get_task
 
-    get_task(task)  # an unknown task: one line naming the known ones
+    for name in task or []:
+        get_task(name)  # an unknown task: one line naming the known ones
     steps = parse_steps(budget)
     records, problems = load_records([*(paths or []), *(results or [])] or ["results"], "records")
     print_skipped(problems)
-    d = run_decide(task, steps, configs, records, machine, partial)
+    if task is None or len(task) > 1:  # several tasks: one answer line each (`make bench` ends with these)
+        from gpuenv.decide import decide_each
+
+        answers = decide_each(task, steps, configs, records, machine, partial)
+        if json_out:
+            import json
+
+            print(json.dumps([a.to_dict() if isinstance(a, Decision) else {"task": name, "error": a} for name, a in answers], indent=1))
+            return
+        console.print(f"[bold]decision[/] for {configs} x {steps:,} env steps per task (gpuenv decide --task T --budget {budget} "
+                      "for the table and the reasons):", highlight=False)
+        for name, answer in answers:
+            line = f"{answer.row} -> {answer.answer}" if isinstance(answer, Decision) else f"no answer: {answer}"
+            console.print(f"  {terminal(name)}: {terminal(line)}", highlight=False, markup=False)
+        return
+    (task_name,) = task
+    d = run_decide(task_name, steps, configs, records, machine, partial)
     if json_out:
         import json
 
         print(json.dumps(d.to_dict(), indent=1))
         return
-    t = Table(title=f"{task}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
+    t = Table(title=f"{task_name}: {configs} x {steps:,} env steps, from records of {markup(d.machine)}", title_justify="left")
     for col in ("backend", "envs", "env steps/s", "startup+compile s", "stepping to budget", "PPO training, predicted [interval]"):
         t.add_column(col)
     for o in d.options:
