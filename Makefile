@@ -30,8 +30,7 @@ install: $(STAMP)
 
 ## The main job: the quick throughput suite on every backend this machine can run.
 bench: $(STAMP)
-	$(GPUENV) bench --suite quick $(ARGS)
-	$(GPUENV) decide --budget 50M results/local
+	$(GPUENV) bench --suite quick $(ARGS); rc=$$?; $(GPUENV) decide --budget 50M results/local; exit $$rc
 
 ## One backend's suite in its Docker image (built if missing), with --gpus all for GPU images:
 ## make bench-<backend> for any backend that declares an image (`gpuenv images`; bench-isaac works too).

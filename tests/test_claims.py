@@ -566,3 +566,31 @@ def test_decide_without_a_task_answers_every_measured_task_in_one_line_each(cli)
     assert "ballchase: course tasks: Godot CPU is fine -> godot:" in out and "on the records' machine ([1] Intel(R) Xeon(R)" in out
     j = json.loads(cli("decide", "--budget", "50M", "-t", "cartpole", "-t", "pong", str(PUBLISHED), "-m", VM, "--json").stdout)
     assert [d["task"] for d in j] == ["cartpole", "pong"] and all(d["machine"].startswith(f"[{VM}] ") for d in j)
+
+
+def test_decide_numbers_machines_as_show_does_counting_a_machine_with_only_failed_records(published_records, cli, tmp_path):
+    from gpuenv.measure.fingerprint import runs_by_machine
+
+    failed = rec("envpool-sync-pong-n8")
+    failed["where"]["machine"]["name"] = "0-broken-box"  # sorts first among the machines
+    failed["run_id"], failed["status"], failed["summary"] = "20261205T000000Z-bbbbbb", "failed", None
+    failed["failure"] = {"kind": "crashed", "reason": "no process finished", "process": None, "stderr_tail": ""}
+    records = [*published_records, typed(failed)]
+    shown = {label: n for n, label, _, _ in runs_by_machine(records)}  # show's numbers
+    h200 = next(n for label, n in shown.items() if label.startswith("lent-h200"))
+    assert h200 == 6 and next(iter(shown)).startswith("0-broken-box")
+    d = decide("halfcheetah", 50_000_000, 1, records, machine=str(h200))
+    assert d.machine.startswith(f"[{h200}] lent-h200: ")  # the machine show calls [6], not the one after it
+
+
+def test_another_machines_gpu_that_starts_quicker_but_steps_slower_finishes_first_only_for_short_runs():
+    from gpuenv.decide import Option, across_machines
+
+    cpu = Option("envpool:sync", 8, 10_000.0, (9_000.0, 11_000.0), 60.0, "cpu", False, "envpool-sync-halfcheetah-n8")
+    gpu = Option("brax:generalized", 1024, 5_000.0, (4_900.0, 5_100.0), 10.0, "gpu", True, "brax-generalized-halfcheetah-n1024")
+    (line,) = across_machines([cpu], [("[2] lent-h200: x", [gpu])], 1_000_000, 1)
+    # stepping: 60 s + n/10k here, 10 s + n/5k there: the GPU machine is first only below 500,000 steps
+    assert line.endswith("; the GPU machine finishes first only below 500,000 steps per run: it is slower per step"), line
+    slow = Option("brax:generalized", 1024, 5_000.0, (4_900.0, 5_100.0), 90.0, "gpu", True, "brax-generalized-halfcheetah-n1024")
+    (line,) = across_machines([cpu], [("[2] lent-h200: x", [slow])], 1_000_000, 1)
+    assert line.endswith("; the GPU machine never finishes first: it is slower per step"), line

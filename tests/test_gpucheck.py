@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -47,10 +48,12 @@ def test_requirements_name_a_package_the_lock_does_not_pin():
 
 @pytest.mark.backend
 def test_gpu_wheels_downloads_a_wheelhouse_under_50_mb(tmp_path, cli):
+    (tmp_path / "whl").mkdir()
+    (tmp_path / "whl" / "brax-0.0.1-py3-none-any.whl").write_bytes(b"an older download")  # would make two braxes there
     r = cli("images", "wheels", str(tmp_path / "whl"), timeout=600)
     assert r.returncode == 0, r.stderr
     wheels = sorted(p.name for p in (tmp_path / "whl").glob("*.whl"))
-    assert len(wheels) == len(wheelhouse.wanted())
+    assert len(wheels) == len(wheelhouse.wanted()) and "brax-0.0.1-py3-none-any.whl" not in wheels
     size = sum(p.stat().st_size for p in (tmp_path / "whl").glob("*.whl"))
     assert 5e6 < size < wheelhouse.LIMIT_BYTES
     compiled = [w for w in wheels if "-none-any" not in w]  # mujoco-core, pydantic-core: built for the machine's Python
@@ -112,3 +115,35 @@ def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path
     for step in ("bench", "show", "decide"):
         assert f"gpu-check: {step} exited 0 after" in r.stdout
     assert f"run {run_dir.name}" in r.stdout and "trains 1 x 50,000,000 steps" in r.stdout  # decide from these records
+
+
+def test_gpu_check_refuses_a_python_whose_jax_does_not_see_the_gpu(tmp_path, cli):
+    """A GPU workstation after `make install`: .venv's JAX is the CPU build, so its numbers would be no GPU numbers."""
+    env = no_gpu_env(tmp_path)
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'Fake GPU, 580.1'\n")
+    smi.chmod(0o755)
+    r = cli("gpu-check", "--out", str(tmp_path / "out"), env=env, timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "a GPU is here (Fake GPU) but this Python's JAX runs on cpu" in r.stderr and "make gpu-wheels" in r.stderr
+
+
+@pytest.mark.backend
+def test_sigterm_to_gpu_check_stops_its_bench_and_leaves_no_process(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "GPUENV_CPU_OK": "1", "PATH": no_gpu_env(tmp_path)["PATH"], "PYTHONUNBUFFERED": "1"}
+    log = tmp_path / "log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "gpuenv", "gpu-check", "--out", str(out), "--budget", "500"],
+                                stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while "gpu-check: bench:" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the bench is starting its first worker
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    assert proc.returncode != 0
+    text = log.read_text()
+    run_id = re.search(r"records go to \S+/(\d{8}T\d{6}Z-[0-9a-f]{6}); budget", text).group(1)  # in the bench's argv
+    left = subprocess.run(["pgrep", "-f", run_id], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes left running: {left}\n{text[-2000:]}"

@@ -64,3 +64,16 @@ def test_decide_answers_from_the_machines_finished_runs_and_says_which_it_left_o
     assert r.returncode == 0, r.stderr
     assert "why: left out half-finished run 20261205T000000Z-aaaaaa (38 of the 41 cases its bench command planned" in out
     assert "--partial takes it in" in out and "answer: envpool:sync: trains" in out
+
+
+def test_a_later_command_into_the_same_run_finishes_it(tmp_path):
+    """`gpuenv bench --run-id R` measuring the missing cases: the run's newest command wrote all it planned."""
+    run = copied(tmp_path, 41, drop=3)
+    files = sorted(MAKE_BENCH.glob("*.json"))
+    for p in files[-3:]:
+        rec = json.loads(p.read_text())
+        rec["invocation"] = {"started_utc": "2026-12-04T11:00:00+00:00", "cases": 3}
+        rec["created_utc"] = "2026-12-04T11:01:00+00:00"
+        write_record(run, rec)
+    records, _ = load_records([run])
+    assert half_finished(records) == {}

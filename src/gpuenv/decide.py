@@ -177,8 +177,8 @@ def pick_machine(task: str, records: list[Record], machine: str | None,
     from gpuenv.measure.fingerprint import machines
 
     if groups is None:  # a caller deciding many times over the same records passes them grouped once
-        groups = machines([r for r in records if r.status == "ok"])
-    numbered = [(i, label, [r for r in recs if r.case.task == task]) for i, (label, recs) in enumerate(groups, 1)]
+        groups = machines(records)  # all records, as `gpuenv show` and the site number machines
+    numbered = [(i, label, [r for r in recs if r.status == "ok" and r.case.task == task]) for i, (label, recs) in enumerate(groups, 1)]
     numbered = [g for g in numbered if g[2]]
     if not numbered:
         raise UserError(f"no ok record of task {task!r} in these results: measure it first "
@@ -252,9 +252,14 @@ def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]
                 f"against {c.selector} here, {ck} {duration(cf + cs * budget)}")
         if gk == ck:
             x = crossover(c, g, configs)
-            line += ("; the GPU machine finishes first above " + f"{x:,.0f} steps per run" if x is not None else
-                     "; the GPU machine finishes first at every budget" if gs < cs else
-                     "; the GPU machine never finishes first: it is slower per step")
+            if x is not None:
+                line += f"; the GPU machine finishes first above {x:,.0f} steps per run"
+            elif gs < cs:
+                line += "; the GPU machine finishes first at every budget"
+            elif gf < cf:  # slower per step, quicker to start: first only for short runs
+                line += f"; the GPU machine finishes first only below {(cf - gf) / (gs - cs):,.0f} steps per run: it is slower per step"
+            else:
+                line += "; the GPU machine never finishes first: it is slower per step"
         if g.parts and c.parts and gk == ck == "training":
             line += (f" (learning {g.parts.learn[0]:,.0f} samples/s there, {c.parts.learn[0]:,.0f} here; collection "
                      f"{g.parts.collect[0]:,.0f} there, {c.parts.collect[0]:,.0f} here)")
@@ -532,7 +537,7 @@ def decide_each(tasks: list[str] | None, budget: int, configs: int, records: lis
         tasks = sorted({r.case.task for r in records if r.status == "ok" and of(r).step_rate(r) is not None}, key=task_rank)
         if not tasks:
             raise UserError("no ok throughput record in these results: run `gpuenv bench` first")
-    groups = machines([r for r in records if r.status == "ok"])
+    groups = machines(records)
     out: list[tuple[str, Decision | str]] = []
     for task in tasks:
         try:

@@ -41,8 +41,8 @@ def decide(
     configs: Annotated[int, typer.Option("--configs", help="runs (hyperparameter configs), one after another")] = 1,
     results: Annotated[list[str] | None, typer.Option("--results", hidden=True,
                                                        help="the old spelling of the paths: record files or directories")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the decision as JSON (one object) instead of the table")] = False,
-    partial: Annotated[bool, typer.Option("--partial", help="answer from a half-finished run (interrupted, or killed before all its cases) instead of refusing it")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the decision as JSON (one object; a list of them without --task or with several) instead of the table")] = False,
+    partial: Annotated[bool, typer.Option("--partial", help="take in half-finished runs (interrupted, or killed before all their cases), which are otherwise left out, or refused where nothing finished remains")] = False,
     machine: Annotated[str | None, typer.Option("--machine", "-m", help="answer from this machine's records: its number (as `gpuenv show` numbers them) or text in its label; default: the one with the newest records")] = None,
 ) -> None:
     """The course's decision table, answered from measured records: wall-clock to the budget per backend, the row, the framework."""

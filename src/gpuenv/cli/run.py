@@ -194,9 +194,12 @@ def gpu_check(
     prepare_dir(out_dir(out))
     check = check_gpu(Path(out), new_run_id(), budget, say=lambda line: console.print(terminal(line), highlight=False, markup=False, soft_wrap=True))
     if not check.ok:
-        bad = next(s for s in check.steps if s.returncode != 0)
-        raise UserError(f"gpu-check: {bad.name} {'ran past the budget' if bad.stopped else f'exited {bad.returncode}'}; "
+        bad = next((s for s in check.steps if s.returncode != 0 and not s.stopped), check.steps[-1])
+        raise UserError(f"gpu-check: {bad.name} {'was stopped at the budget before any record' if bad.stopped else f'exited {bad.returncode}'}; "
                         f"what was measured is in {check.run_dir}")
+    if any(s.stopped for s in check.steps):
+        console.print(f"gpu-check: the bench was stopped at the budget: the cases it did not reach are not in {check.run_dir} "
+                      "(raise --budget / GPU_CHECK_BUDGET to measure them)", highlight=False, markup=False)
 
 
 @app.command("bench-image")

@@ -70,18 +70,24 @@ def requirements(lock_text: str, names: tuple[str, ...] | None = None) -> str:
 def download(dest: Path) -> Wheelhouse:
     """Download the wheels into `dest` (hash-checked, Python 3.12 manylinux x86-64, no dependencies);
     a wheelhouse over LIMIT_BYTES is a UserError (it travels with every call to the machine)."""
+    import shutil
+
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "gpu-wheels.txt"
+        req, fresh = Path(tmp) / "gpu-wheels.txt", Path(tmp) / "wheels"
         req.write_text(requirements(SOURCE_LOCK.read_text()))
         cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes", "--only-binary=:all:",
                "--python-version", PYTHON, "--implementation", "cp", *(a for p in PLATFORMS for a in ("--platform", p)),
-               "-d", str(dest), "-r", str(req)]
+               "-d", str(fresh), "-r", str(req)]
         r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        tail = [line for line in (r.stderr or r.stdout).splitlines() if line.strip() and not line.startswith("WARNING")][-1:]
-        raise UserError(f"pip could not download the GPU wheels into {dest}: {tail[0] if tail else f'exit {r.returncode}'}; "
-                        "a package index must be reachable from here")
+        if r.returncode != 0:
+            tail = [line for line in (r.stderr or r.stdout).splitlines() if line.strip() and not line.startswith("WARNING")][-1:]
+            raise UserError(f"pip could not download the GPU wheels into {dest}: {tail[0] if tail else f'exit {r.returncode}'}; "
+                            "a package index must be reachable from here")
+        for old in dest.glob("*.whl"):  # wheels of earlier versions would stop the install there (two of one package)
+            old.unlink()
+        for w in fresh.glob("*.whl"):
+            shutil.move(str(w), dest / w.name)
     house = Wheelhouse(dest, tuple(sorted(dest.glob("*.whl"))))
     if house.bytes > LIMIT_BYTES:
         raise UserError(f"the wheelhouse {dest} holds {house.bytes / 1e6:.1f} MB, over its {LIMIT_BYTES / 1e6:.0f} MB limit: "

@@ -123,7 +123,7 @@ def commit_html(r: Record, template: str | None) -> str:
         return "gpuenv commit unknown"
     dirty = " (+ uncommitted changes)" if r.where.git.dirty else ""
     text = f"gpuenv commit {attr(sha[:10])}{dirty}"
-    return f"<a href='{attr(template.format(sha=sha))}'>{text}</a>" if template else text
+    return f"<a href='{attr(template.replace('{sha}', sha))}'>{text}</a>" if template else text
 
 
 def case_page(r: Record, root: Path, css: str, commit_url: str | None = None) -> None:
@@ -342,7 +342,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
     from gpuenv.tasks import task_rank
 
     tasks = sorted({r.case.task for r in records if of(r).step_rate(r) is not None}, key=task_rank)
-    groups = machines([r for r in records if r.status == "ok"])  # once for every task and budget below
+    groups = machines(records)  # once for every task and budget below, numbered as the site's machine pages
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
              "almost surely GPU), answered from the records of one machine per task: per backend the predicted wall-clock to "
@@ -358,12 +358,13 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
         checks: list = []
         for budget, configs in [*((b, 1) for b in BUDGETS), (10_000_000, 20)]:
             try:
-                d = decide(task, budget, configs, records, partial=True, groups=groups)  # a half-finished run is said in its why lines
+                d = decide(task, budget, configs, records, groups=groups)  # as the CLI: half-finished runs left out, and said
             except UserError as e:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue
             machine, needs, checks, others = d.machine, d.needs_gpu, d.checks, d.other_machines
-            rows.append([f"{configs} x {budget:,}", d.row, d.answer, "; ".join([*(d.why[:1]), *d.versus[:1]])])
+            halves = [w for w in d.why if "half-finished run" in w]
+            rows.append([f"{configs} x {budget:,}", d.row, d.answer, "; ".join([*(d.why[:1]), *d.versus[:1], *halves])])
             if configs == 1:
                 for o in d.options:
                     pred = o.predicted_s(budget, 1)

@@ -43,7 +43,12 @@ class Check:
 
     @property
     def ok(self) -> bool:
-        return bool(self.steps) and all(s.returncode == 0 for s in self.steps)
+        """Every step exited 0, or the bench was stopped at the budget as designed and the rest ran."""
+        return bool(self.steps) and all(s.returncode == 0 or s.stopped for s in self.steps) and not self.stopped_without_records
+
+    @property
+    def stopped_without_records(self) -> bool:
+        return any(s.stopped for s in self.steps) and not self.run_dir.is_dir()
 
 
 def versions() -> str:
@@ -63,6 +68,18 @@ def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
     ]
 
 
+def _stop(proc: subprocess.Popen) -> int:
+    """The bench's own Ctrl-C path (it kills its worker and keeps the records), then a kill after the grace."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        return proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+    except ProcessLookupError:
+        return proc.wait()
+
+
 def _run(step: Step, deadline: float) -> None:
     start = time.monotonic()
     # Ctrl-C's signal reaches the step even where this runs from a background shell, whose children
@@ -72,18 +89,22 @@ def _run(step: Step, deadline: float) -> None:
         step.returncode = proc.wait(timeout=max(1.0, deadline - start))
     except subprocess.TimeoutExpired:
         step.stopped = True
-        os.killpg(proc.pid, signal.SIGINT)  # the bench's own Ctrl-C path: kills its worker, keeps the records
-        try:
-            step.returncode = proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            step.returncode = proc.wait()
-    except BaseException:  # our own Ctrl-C or SIGTERM: the child never outlives us
+        step.returncode = _stop(proc)
+    except BaseException:  # our own Ctrl-C, SIGTERM or SIGHUP (gpu_check makes them KeyboardInterrupt): the child never outlives us
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            _stop(proc)
         raise
     step.seconds = time.monotonic() - start
+
+
+def _raise_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def jax_backend() -> str:
+    """The platform this Python's JAX computes on ('gpu', 'cpu'), asked in a child; 'none' without JAX."""
+    r = subprocess.run([sys.executable, "-c", "import jax; print(jax.default_backend())"], capture_output=True, text=True, timeout=300)
+    return r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else "none"
 
 
 def gpu_check(out: Path, run_id: str, budget_s: float, say: Callable[[str], None]) -> Check:
@@ -94,18 +115,32 @@ def gpu_check(out: Path, run_id: str, budget_s: float, say: Callable[[str], None
     if not gpus and not cpu_ok():
         raise UserError(f"no NVIDIA GPU here ({why}): `make gpu-check` measures the GPU parts of the decision; "
                         "to try the script on the CPU at 16 envs set GPUENV_CPU_OK=1 (its records are no GPU numbers)")
+    if gpus and (backend := jax_backend()) != "gpu":
+        raise UserError(f"a GPU is here ({gpus[0]['name']}) but this Python's JAX runs on {backend} ({sys.executable}): its records would "
+                        "be no GPU numbers; run it with the machine's Python that has JAX with CUDA and the wheelhouse "
+                        "(`make gpu-wheels` where there is internet, then `make gpu-check` there, which prefers them)")
     check = Check(out / run_id, on_gpu=bool(gpus))
     gpu_text = "; ".join(f"{g['name']} (driver {g['driver']})" for g in gpus) or f"none ({why}): GPUENV_CPU_OK=1, 16 envs on the CPU"
     say(f"gpu-check: GPU {gpu_text}; Python {sys.version.split()[0]}; {versions()}")
     say(f"gpu-check: records go to {check.run_dir}; budget {budget_s:.0f} s")
     deadline = time.monotonic() + budget_s
-    reserve = 60.0  # show and decide after the bench
-    for step in steps(check.run_dir, check.on_gpu):
-        check.steps.append(step)
-        say(f"gpu-check: {step.name}: {' '.join(step.argv[2:])}")
-        _run(step, deadline - (reserve if step.name == "bench" else 0.0))
-        say(f"gpu-check: {step.name} {'stopped at the budget' if step.stopped else 'exited ' + str(step.returncode)} "
-            f"after {step.seconds:.0f} s")
-        if step.name == "bench" and not check.run_dir.is_dir():
-            break  # no record to show or decide from
+    reserve = 60.0 + STOP_GRACE_S  # show and decide after the bench, and the bench's grace to write its records
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}  # like Ctrl-C
+    try:
+        for step in steps(check.run_dir, check.on_gpu):
+            if not _step(check, step, deadline - (reserve if step.name == "bench" else 0.0), say):
+                break
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return check
+
+
+def _step(check: Check, step: Step, deadline: float, say: Callable[[str], None]) -> bool:
+    """Run one step; False when the rest cannot follow (the bench wrote no record)."""
+    check.steps.append(step)
+    say(f"gpu-check: {step.name}: {' '.join(step.argv[2:])}")
+    _run(step, deadline)
+    say(f"gpu-check: {step.name} {'stopped at the budget (its records kept)' if step.stopped else 'exited ' + str(step.returncode)} "
+        f"after {step.seconds:.0f} s")
+    return not (step.name == "bench" and not check.run_dir.is_dir())  # no record to show or decide from
