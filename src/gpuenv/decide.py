@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuenv.errors import UserError
+from gpuenv.measure.fingerprint import without_speed
 from gpuenv.modes import of
 from gpuenv.results.schema import Record
 
@@ -129,6 +130,7 @@ class Decision:
     checks: list[ModelCheck] = field(default_factory=list)  # the training model against time-to-reward records
     versus: list[str] = field(default_factory=list)  # the course's rule against the numbers: agreement or not, the crossover
     other_machines: list[str] = field(default_factory=list)  # machines in the records this answer is not from (--machine N)
+    unfinished: list[str] = field(default_factory=list)  # its half-finished runs, taken in (--partial) or left out (also in why)
 
     def to_dict(self) -> dict:
         """Everything `decide` prints, for `decide --json`."""
@@ -247,7 +249,7 @@ def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]
             continue
         g = quickest(gpu)
         gf, gs, gk = _cost(g, budget, configs)
-        line = (f"measured on another machine, {label.split(', reference speed')[0]}: {g.selector} on its GPU, {gk} "
+        line = (f"measured on another machine, {without_speed(label)}: {g.selector} on its GPU, {gk} "
                 f"{duration(gf + gs * budget)} for {configs} x {budget:,} steps at {g.parts.num_envs if g.parts else g.num_envs} envs, "
                 f"against {c.selector} here, {ck} {duration(cf + cs * budget)}")
         if gk == ck:
@@ -411,7 +413,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         kept = [r for r in recs if r.run_id not in unfinished]
         if not any(of(r).step_rate(r) is not None for r in kept):
             run, reason = next(iter(unfinished.items()))
-            raise UserError(f"run {run} of {machine.split(', reference speed')[0]} is half-finished ({reason}): an answer from it can "
+            raise UserError(f"run {run} of {without_speed(machine)} is half-finished ({reason}): an answer from it can "
                             "lack the backends it never reached; pass --partial to decide from it anyway, finish it "
                             f"(gpuenv bench ... --run-id {run}), or pick another machine with --machine N")
         recs, left_out, unfinished = kept, unfinished, {}
@@ -486,10 +488,9 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     for o in opts:
         if o is not pick:
             why.append(f"vs {line(o)}")
-    for run, half in unfinished.items():  # --partial
-        why.append(f"from half-finished run {run} ({half}), as --partial asked")
-    for run, half in left_out.items():
-        why.append(f"left out half-finished run {run} ({half}); --partial takes it in")
+    halves = [*(f"from half-finished run {run} ({half}), as --partial asked" for run, half in unfinished.items()),
+              *(f"left out half-finished run {run} ({half}); --partial takes it in" for run, half in left_out.items())]
+    why += halves
     if pick.ttr:
         why.append(pick.ttr)
     verdict = versus_rule(row, pick, fastest, opts, budget, configs)
@@ -501,7 +502,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
             except UserError:  # only time-to-reward records there
                 continue
         verdict += across_machines(opts, elsewhere, budget, configs)
-    where = f"on the records' machine ({machine.split(', reference speed')[0]})"
+    where = f"on the records' machine ({without_speed(machine)})"
     pred = pick.predicted_s(budget, configs)
     if pred and pick.parts:
         answer = (f"{pick.selector}: trains {configs} x {budget:,} steps in {duration(pred[0])} [{duration(pred[1])}-{duration(pred[2])}] "
@@ -523,7 +524,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     elif pred:
         answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
     return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict,
-                    [newest_line(label, theirs) for label, theirs in others])
+                    [newest_line(label, theirs) for label, theirs in others], halves)
 
 
 def decide_each(tasks: list[str] | None, budget: int, configs: int, records: list[Record], machine: str | None = None,

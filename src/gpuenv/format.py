@@ -55,6 +55,20 @@ def colour(name: str) -> str:
     return _COLOURS[name]
 
 
+def curves(records: list[Any]) -> list[tuple[str, str, int, list[Any]]]:
+    """One curve per backend:variant and run, so points of two runs never join: (backend:variant, its
+    legend name, with the run where that backend has several, which of its runs it is (0: the first),
+    its records by num_envs). Every plot over num_envs draws these (the PNGs and the interactive figures)."""
+    lines: dict[tuple[str, str], list[Any]] = {}
+    for r in records:
+        lines.setdefault((r.case.label, r.run_id), []).append(r)
+    runs_of: dict[str, list[str]] = {}
+    for label, run in sorted(lines):
+        runs_of.setdefault(label, []).append(run)
+    return [(label, label if len(runs_of[label]) == 1 else f"{label} (run {run})", runs_of[label].index(run),
+             sorted(rs, key=lambda r: r.case.num_envs)) for (label, run), rs in sorted(lines.items())]
+
+
 def html_table(head: list[str], rows: list[list[Any]], cls: str) -> str:
     h = "".join(f"<th>{attr(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{attr(c)}</td>" for c in row) + "</tr>" for row in rows)

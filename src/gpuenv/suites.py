@@ -1,6 +1,7 @@
 """Suites: declarative TOML workloads in suites/, validated before anything runs.
 
-A suite file's `kind` names its measurement mode's suite section (default "throughput"); the mode
+A suite file's `kind` names its measurement mode's suite section (without one, the mode table's
+first mode: mode_table.default_mode); the mode
 (gpuenv.modes) validates the rest and expands it into the cases a run executes. This module only
 finds, reads and dispatches suite files, and holds the checks every mode's loader shares.
 """

@@ -188,6 +188,11 @@ def machines(records: list[R]) -> list[tuple[str, list[R]]]:
     return out
 
 
+def without_speed(label: str) -> str:
+    """A `machines` label without its reference speed: the machine as a sentence names it."""
+    return label.split(", reference speed", 1)[0]
+
+
 def runs_by_machine(records: list[R]) -> list[tuple[int, str, str, list[R]]]:
     """(machine number from 1, machine label, run id, that run's records): per machine in `machines`'
     order, its runs in the order they started."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.errors import UserError
-from gpuenv.format import attr, colour, fmt_rate, html_table, slug
+from gpuenv.format import attr, colour, curves, fmt_rate, html_table, slug
 from gpuenv.measure.fingerprint import identity
 from gpuenv.modes import of
 from gpuenv.modes.base import StepRate
@@ -209,23 +209,20 @@ def throughput_figures(records: list[Record], prefix: str) -> list[str]:
     """Per task: env steps/s over num_envs, one line per backend:variant, 95% interval as error bars."""
     from gpuenv.tasks import task_rank
 
-    by_task: dict[str, dict[tuple[str, str], list[tuple[Record, StepRate]]]] = defaultdict(lambda: defaultdict(list))
+    by_task: dict[str, list[Record]] = defaultdict(list)
+    steps: dict[int, StepRate] = {}
     for r in records:
         if (step := of(r).step_rate(r)) is not None:
-            by_task[r.case.task][(r.case.label, r.run_id)].append((r, step))
+            by_task[r.case.task].append(r)
+            steps[id(r)] = step
     out = []
     for task in sorted(by_task, key=task_rank):
         traces = []
-        runs_of: dict[str, list[str]] = defaultdict(list)  # a backend measured in several runs: one curve per run
-        for label, run in sorted(by_task[task]):
-            runs_of[label].append(run)
-        for (name, run), rs in sorted(by_task[task].items()):
-            rs.sort(key=lambda rp: rp[1].num_envs)
+        for name, label, nth, recs in curves(by_task[task]):
+            rs = [(r, steps[id(r)]) for r in recs]
             e = [step for _, step in rs]
-            nth = runs_of[name].index(run)
             traces.append({
-                "type": "scatter", "mode": "lines+markers",
-                "name": attr(name if len(runs_of[name]) == 1 else f"{name} (run {run})"),
+                "type": "scatter", "mode": "lines+markers", "name": attr(label),
                 "line": {"color": colour(name), "dash": ("solid", "dot", "dash", "dashdot")[nth % 4]},
                 "marker": {"color": colour(name)},
                 "x": [v.num_envs for v in e], "y": [v.median for v in e],
@@ -335,14 +332,13 @@ def claims_page(records: list[Record], root: Path, css: str) -> Path:
 BUDGETS = (1_000_000, 10_000_000, 50_000_000, 1_000_000_000)
 
 
-def decision_page(records: list[Record], root: Path, css: str) -> Path:
+def decision_page(records: list[Record], root: Path, css: str, groups: list[tuple[str, list[Record]]]) -> Path:
+    """decision.html; `groups`: the records by machine (fingerprint.machines), as the site numbers its machine pages."""
     from gpuenv.decide import decide
     from gpuenv.format import duration
-    from gpuenv.measure.fingerprint import machines
     from gpuenv.tasks import task_rank
 
     tasks = sorted({r.case.task for r in records if of(r).step_rate(r) is not None}, key=task_rank)
-    groups = machines(records)  # once for every task and budget below, numbered as the site's machine pages
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
              "almost surely GPU), answered from the records of one machine per task: per backend the predicted wall-clock to "
@@ -363,8 +359,7 @@ def decision_page(records: list[Record], root: Path, css: str) -> Path:
                 rows.append([f"{configs} x {budget:,}", str(e), "", ""])
                 continue
             machine, needs, checks, others = d.machine, d.needs_gpu, d.checks, d.other_machines
-            halves = [w for w in d.why if "half-finished run" in w]
-            rows.append([f"{configs} x {budget:,}", d.row, d.answer, "; ".join([*(d.why[:1]), *d.versus[:1], *halves])])
+            rows.append([f"{configs} x {budget:,}", d.row, d.answer, "; ".join([*(d.why[:1]), *d.versus[:1], *d.unfinished])])
             if configs == 1:
                 for o in d.options:
                     pred = o.predicted_s(budget, 1)

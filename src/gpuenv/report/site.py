@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpuenv.escape import mathtext, pyplot
 from gpuenv.format import attr, colour, html_table
-from gpuenv.measure.fingerprint import drift, machines
+from gpuenv.measure.fingerprint import drift, machines, without_speed
 from gpuenv.modes import by_mode, of
 from gpuenv.registry import default_registry
 from gpuenv.results.schema import Record
@@ -109,8 +109,8 @@ def build(records: list[Record], out: Path, num_envs: int | None = None, commit_
     for r in records:
         ix.case_page(r, out, CSS, commit_url)
     ix.claims_page(records, out, CSS)
-    ix.decision_page(records, out, CSS)
     groups = machines(records)
+    ix.decision_page(records, out, CSS, groups)
     if len(groups) == 1:
         return _page(records, out, num_envs, groups[0][0], "")
     items, options = [], []
@@ -118,7 +118,7 @@ def build(records: list[Record], out: Path, num_envs: int | None = None, commit_
         _page(recs, out / f"machine-{i}", num_envs, machine, "../")
         items.append(f"<li><a href='machine-{i}/index.html'>machine {i}</a>: {attr(machine)}<br>"
                      f"<span class='note'>{attr(machine_summary(recs))}</span></li>")
-        options.append(f"<option value='machine-{i}/index.html'>machine {i}: {attr(machine.split(', reference speed')[0])}</option>")
+        options.append(f"<option value='machine-{i}/index.html'>machine {i}: {attr(without_speed(machine))}</option>")
     picker = ("<p><label>Go to a machine: <select onchange=\"if(this.value){window.location.href=this.value;}\">"
               f"<option value=''>choose</option>{''.join(options)}</select></label></p>")
     page = _html(

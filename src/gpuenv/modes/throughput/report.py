@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.table import Table
 
 from gpuenv.escape import markup, mathtext, pyplot
-from gpuenv.format import attr, colour, duration, fmt_rate, html_table, slug
+from gpuenv.format import attr, colour, curves, duration, fmt_rate, html_table, slug
 from gpuenv.measure import stats
 from gpuenv.measure.monitor import short_bottleneck
 from gpuenv.modes.throughput.record import PhaseSummary, ThroughputRecord
@@ -256,19 +256,10 @@ def _by_task(records: Records) -> dict[str, Records]:
 def scaling_plot(task: str, recs: Records, path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    lines: dict[tuple[str, str], Records] = defaultdict(list)  # one line per backend and run: points of two runs never join
-    for r in recs:
-        lines[(r.case.label, r.run_id)].append(r)
-    runs_of: dict[str, list[str]] = defaultdict(list)
-    for name, run in sorted(lines):
-        runs_of[name].append(run)
-    for (name, run), rs in sorted(lines.items()):
-        rs.sort(key=lambda r: r.case.num_envs)
+    for name, label, nth, rs in curves(recs):
         x = [r.case.num_envs for r in rs]
         s = [r.ok_summary.env_steps_per_s for r in rs]
-        label = name if len(runs_of[name]) == 1 else f"{name} (run {run})"
-        style = ("-", ":", "--", "-.")[runs_of[name].index(run) % 4]
-        ax.plot(x, [v.median for v in s], marker="o", linestyle=style, label=mathtext(label), color=colour(name))
+        ax.plot(x, [v.median for v in s], marker="o", linestyle=("-", ":", "--", "-.")[nth % 4], label=mathtext(label), color=colour(name))
         ax.fill_between(x, [v.ci_low for v in s], [v.ci_high for v in s], alpha=0.2, color=colour(name))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
