@@ -62,7 +62,7 @@ ppo-smoke: $(STAMP)
 ## The GPU parts of the decision (docs/gpu-check.md): `make gpu-wheels` here (internet) fills .whl/ with
 ## what a GPU machine with JAX and torch lacks (under 50 MB); `make gpu-check` there runs the gpu-check
 ## suite, show and decide within GPU_CHECK_BUDGET seconds. Here: GPUENV_CPU_OK=1 make gpu-check (16 envs).
-GPU_CHECK_BUDGET ?= 420
+GPU_CHECK_BUDGET ?= 480
 gpu-wheels: $(STAMP)
 	$(GPUENV) images wheels .whl
 

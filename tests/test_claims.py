@@ -192,28 +192,57 @@ def test_decide_answers_the_course_question_from_this_machines_records(cli):
 
 
 def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, published_records):
-    """The lent H200's gpu-check runs (two runs whose reference speed moved 1.7x: one machine by its
+    """The lent H200's gpu-check runs (seven runs whose reference speed moved 2x: one machine by its
     name) are the newest halfcheetah records: the answer is theirs, says it measured no CPU backend,
-    and lists the other machines with the flag that picks one."""
+    and lists the other machines with the flag that picks one. Brax's own PPO, measured end to end
+    there, trains in minutes where the shared SB3 PPO on the same GPU is predicted to take a day."""
+    from gpuenv.decide import EndToEnd, Parts
+
     d = decide("halfcheetah", 50_000_000, 1, published_records)
-    assert d.machine.startswith("[5] lent-h200: ") and "NVIDIA H200" in d.machine and "over 2 runs" in d.machine
-    assert {o.selector for o in d.options} == {"brax:generalized", "mjx:jax"} and all(o.device == "gpu" for o in d.options)
+    assert d.machine.startswith("[5] lent-h200: ") and "NVIDIA H200" in d.machine and "over 7 runs" in d.machine
+    assert {o.selector for o in d.options} == {"brax:positional", "brax:generalized", "mjx:jax"} and all(o.device == "gpu" for o in d.options)
     brax = next(o for o in d.options if o.selector == "brax:generalized")
-    assert brax.num_envs == 8192 and brax.parts is not None and brax.parts.num_envs == 1024  # parts of the other run, same machine
-    assert d.answer.startswith("brax:generalized: trains 1 x 50,000,000 steps in") and "at 1024 envs" in d.answer
+    # parts of another run of the same machine (the newest run with parts is half-finished, so left out)
+    assert brax.num_envs == 8192 and isinstance(brax.training, Parts) and brax.training.num_envs == 1024
+    native = next(o for o in d.options if o.selector == "brax:positional")
+    assert isinstance(native.training, EndToEnd) and native.training.num_envs == 2048 and native.training.seeds == 1
+    assert native.training.rate == pytest.approx(10485760 / 29.582495214597913)  # env steps / training s of its one seed
+    assert native.training.fixed_s == pytest.approx(11.989064133999996 + 55.860793590545654)  # startup + compile
+    mid, lo, hi = native.predicted_s(50_000_000, 1)
+    assert mid == pytest.approx(native.training.fixed_s + 50e6 / native.training.rate) and lo == mid == hi  # one seed: no spread
+    assert mid < 300 < brax.predicted_s(50_000_000, 1)[0] / 100  # minutes, against a day
+    assert d.answer.startswith("brax:positional: trains 1 x 50,000,000 steps in 3 min") and "Brax's native trainer" in d.answer
+    assert "measured end to end, not composed" in d.answer
     assert any("no CPU backend was measured on this machine" in w for w in d.why)
     assert not [n for n in d.needs_gpu if "projection" in n]  # brax and mjx were measured on its GPU: no claim stands in
     assert len(d.other_machines) == 3 and all(o.startswith("[") for o in d.other_machines)
     # from the VM, the H200's GPU simulator is set beside the VM's quickest CPU backend, each on its own machine
     vm = decide("halfcheetah", 10**9, 1, published_records, machine=VM)
     (across,) = [v for v in vm.versus if v.startswith("measured on another machine, [5] lent-h200")]
-    assert "brax:generalized on its GPU, training" in across and "against envpool:sync here, training" in across
-    assert "the GPU machine never finishes first: it is slower per step (learning 512 samples/s there" in across
+    assert "brax:positional on its GPU, training 48 min for 1 x 1,000,000,000 steps at 2048 envs" in across and "against envpool:sync here, training" in across
+    assert "the GPU machine finishes first above" in across
     assert not [v for v in d.versus if v.startswith("measured on another machine")]  # the H200 measured its GPU itself
     r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", "9")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--machine '9' names none of the machines with halfcheetah records" in r.stderr
     r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(PUBLISHED), "--machine", "xeon")
     assert r.returncode == 2 and "names 3 of the machines" in r.stderr
+
+
+def test_a_time_to_reward_record_is_the_training_model_where_no_parts_were_measured(published_records):
+    """The AMD VM ran ppo-smoke but measured no collect or learn phase: its SB3 runs' own training rate,
+    measured whole, predicts training (named so); a run that never reached its threshold says so."""
+    from gpuenv.decide import EndToEnd
+
+    d = decide("cartpole", 1_000_000, 1, published_records, machine="1")
+    o = next(o for o in d.options if o.selector == "gymnasium:dummy")
+    assert isinstance(o.training, EndToEnd) and o.training.trainer.startswith("Stable-Baselines3 PPO (torch, CPU)")
+    assert o.training.seeds == 3 and o.training.rates[1] <= o.training.rate <= o.training.rates[2]
+    assert "measured end to end" in o.training.how and "ppo-smoke suite" in o.training.trainer
+    assert "PPO training" in d.answer or any("measured end to end" in w for w in d.why)
+    h200 = decide("halfcheetah", 50_000_000, 1, published_records, machine="lent-h200")
+    native = next(o for o in h200.options if o.selector == "brax:positional")
+    assert native.ttr.startswith("PPO (brax_ppo, ppo-brax_ppo-brax-positional-halfcheetah-n2048) did not reach return 3000 within "
+                                 "its budget (10,000,000 env steps or 300 s), 0/1 seeds, training at 354,458 env steps/s"), native.ttr
 
 
 @pytest.fixture(scope="module")
@@ -272,13 +301,14 @@ def test_decide_predicts_training_from_its_parts(cli, tmp_path):
     d = decide("halfcheetah", 50_000_000, 1, records)
     o = next(o for o in d.options if o.selector == "envpool:sync")
     mid, lo, hi = o.predicted_s(50_000_000, 1)
-    assert mid == pytest.approx(o.parts.fixed_s + 50e6 * (1 / inference + 1 / 2000.0))  # the startup of the parts' own size
-    assert lo < mid < hi and o.parts.num_envs == 8 and o.parts.rate < min(inference, 2000.0)
+    assert mid == pytest.approx(o.training.fixed_s + 50e6 * (1 / inference + 1 / 2000.0))  # the startup of the parts' own size
+    assert lo < mid < hi and o.training.num_envs == 8 and o.training.rate < min(inference, 2000.0)
     # the decision ranks by training where predicted: envpool:sync, the only option with parts
     assert d.answer.startswith("envpool:sync: trains 1 x 50,000,000 steps in") and "SB3 PPO, suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1" in d.answer
     r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(folder))
     out = " ".join(r.stdout.split())
-    assert r.returncode == 0 and "PPO training = startup+compile + steps x (1/collection + 1/learning)" in out, out
+    assert r.returncode == 0 and "PPO training = startup+compile + steps / training rate" in out, out
+    assert "(1/rate = 1/collection + 1/learning)" in out
     j = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(folder), "--json")
     doc = json.loads(j.stdout)
     (env,) = [x for x in doc["options"] if x["backend"] == "envpool:sync"]
@@ -374,7 +404,7 @@ def test_site_index_picks_machines_and_every_figure_keeps_a_backends_colour_and_
     index = (site / "index.html").read_text()
     machine_pages = sorted(site.glob("machine-*/index.html"))
     assert "<select onchange=" in index and index.count("<option value='machine-") == len(machine_pages)
-    assert "fastest per task: halfcheetah: brax:generalized 141.4k env steps/s at 8192 envs" in index  # the H200's line
+    assert "fastest per task: halfcheetah: brax:positional 609.5k env steps/s at 2048 envs" in index  # the H200's line
     colours: dict[str, str] = {}
     for page in [*machine_pages, site / "decision.html"]:
         for traces in figures(page.read_text()):
@@ -384,7 +414,7 @@ def test_site_index_picks_machines_and_every_figure_keeps_a_backends_colour_and_
     assert len(colours) >= 8 and len(set(colours.values())) == len(colours)  # one colour each, the same everywhere
     h200 = next(p for p in machine_pages if "lent-h200" in p.read_text()).read_text()
     names = {t["name"] for traces in figures(h200) for t in traces}
-    assert {"brax:generalized (run 20261204T125404Z-e1eb10)", "brax:generalized (run 20261204T130055Z-672af9)"} <= names
+    assert {"brax:generalized (run 20261204T155524Z-01948c)", "brax:generalized (run 20261204T155935Z-829c61)"} <= names
     vm = next(p for p in machine_pages if "over 11 runs" in p.read_text()).read_text()  # the VM with most history
     assert "<h2 id='regressions'>Regressions and stopped series</h2>" in vm and re.search(r"\d+ change point\(s\) in \d+ case histories", vm)
     assert "Not seen: " in vm and "case histories have fewer than" in vm  # what the search could not see is said

@@ -104,11 +104,11 @@ def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path
     assert "GPU none (nvidia-smi not found): GPUENV_CPU_OK=1, 16 envs on the CPU" in r.stdout and "brax 0.14" in r.stdout
     (run_dir,) = out.iterdir()
     records = {p.stem: json.loads(p.read_text()) for p in run_dir.glob("*.json")}
-    assert set(records) == {"brax-generalized-halfcheetah-n16", "mjx-jax-halfcheetah-n16"}
+    assert set(records) == {"brax-generalized-halfcheetah-n16", "mjx-jax-halfcheetah-n16", "brax-positional-halfcheetah-n16"}
     brax = records["brax-generalized-halfcheetah-n16"]
     assert brax["status"] == "ok" and brax["suite"] == "gpu-check" and brax["what"]["device"] == "cpu"
     phases = brax["summary"]["phases"]
-    for name in ("vecenv", "inference", "learn"):
+    for name in ("vecenv", "inference", "collect", "learn"):
         assert phases[name]["env_steps_per_s"]["median"] > 0, name  # measured, not absent or failed
     # compile timed apart from the rate, per process: cold, or warm where JAX's persistent cache had it
     assert len(brax["summary"]["compile_s_cold"]) + len(brax["summary"]["compile_s_warm"]) == 2

@@ -108,7 +108,7 @@ timeout_s = 300
 backends = ["envpool:sync"]
 tasks = ["halfcheetah", "cartpole"]
 num_envs = [4]
-phases = ["step", "vecenv", "inference", "learn", "update"]
+phases = ["step", "vecenv", "inference", "collect", "learn", "update"]
 phase_ppo = { n_steps = 16, n_epochs = 1, batch_size = 64 }
 """
 
@@ -120,8 +120,8 @@ def test_every_phase_is_measured_apart_and_tabled(cli, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     recs = {rec["case"]["task"]: rec for rec in (load(p) for p in (tmp_path / "out").rglob("*.json"))}
     hc, cp = recs["halfcheetah"]["summary"]["phases"], recs["cartpole"]["summary"]["phases"]
-    assert recs["halfcheetah"]["settings"]["phases"] == ["step", "vecenv", "inference", "learn", "update"]
-    for name in ("step", "vecenv", "inference", "learn", "update"):
+    assert recs["halfcheetah"]["settings"]["phases"] == ["step", "vecenv", "inference", "collect", "learn", "update"]
+    for name in ("step", "vecenv", "inference", "collect", "learn", "update"):
         p = hc[name]
         assert p["env_steps_per_s"]["n_processes"] == 2 and p["absent"] is None and p["failed"] is None, (name, p)
         assert p["vs_step_reset"]["ci_low"] <= p["vs_step_reset"]["ci_high"]
@@ -129,10 +129,11 @@ def test_every_phase_is_measured_apart_and_tabled(cli, tmp_path):
     assert hc["step"]["reset_cost_us"] is not None and isinstance(hc["step"]["reset_cost_within_noise"], bool)
     assert hc["update"]["chunk_steps"] == 16 and hc["update"]["warmups"] == 0  # one rollout, of the suite's size
     assert hc["learn"]["chunk_steps"] == 16 and "samples learned per second" in hc["learn"]["how"]
-    # the wall-clock model: a PPO iteration is its rollout (at +inference's rate) then its update (at
+    assert "collect_rollouts" in hc["collect"]["how"] and hc["collect"]["chunk_steps"] == 16  # one SB3 rollout a chunk
+    # the wall-clock model: a PPO iteration is its rollout (at collect's rate) then its update (at
     # learn's); composed, it lands near the +update phase measured whole
-    rate = {n: hc[n]["env_steps_per_s"]["median"] for n in ("inference", "learn", "update")}
-    composed = 1 / (1 / rate["inference"] + 1 / rate["learn"])
+    rate = {n: hc[n]["env_steps_per_s"]["median"] for n in ("collect", "learn", "update")}
+    composed = 1 / (1 / rate["collect"] + 1 / rate["learn"])
     assert 0.5 < composed / rate["update"] < 2, rate
     assert recs["halfcheetah"]["settings"]["phase_ppo"] == {"batch_size": 64, "n_epochs": 1, "n_steps": 16}
     assert hc["inference"]["details"]["definition"] == ("suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1 with "
@@ -177,7 +178,7 @@ def test_phase_summary_reset_cost_and_absent_reasons():
     rec = ThroughputRecord.model_construct(status="ok", run_id="r", summary=ThroughputSummary.model_validate(s),
                                            case=ThroughputCase.model_construct(task="halfcheetah", backend="b", variant="v", num_envs=4))
     md = phases_markdown([rec])
-    assert "| halfcheetah | b:v | 4 | 2,000 (2.00x) | 1,000 (1x) |  | failed |  | n/a | 500,000.0 |" in md
+    assert "| halfcheetah | b:v | 4 | 2,000 (2.00x) | 1,000 (1x) |  | failed |  |  | n/a | 500,000.0 |" in md
     assert phase_tables([rec])[0].title.startswith("halfcheetah: where the rate goes")
 
 

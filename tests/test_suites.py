@@ -52,20 +52,20 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     assert {(pc.case.task, pc.case.variant) for pc in isaac.items} == {("cartpole", "newton_mjwarp"), ("ant", "newton_mjwarp")}
     assert all(pc.measure.processes >= 3 for pc in q.items)
     # make bench shows where the rate goes for EnvPool, Gymnasium and Brax (issue 16), and measures the
-    # training model's parts (+inference, learn) for halfcheetah and for cartpole at ppo-smoke's size (issue 28)
-    phased = {pc.case.backend for pc in q.items if set(pc.measure.phases) == {"step", "vecenv", "inference", "learn"}}
+    # training model's parts (collect, learn) for halfcheetah and for cartpole at ppo-smoke's size (issue 28)
+    phased = {pc.case.backend for pc in q.items if set(pc.measure.phases) == {"step", "vecenv", "inference", "collect", "learn"}}
     assert phased == {"gymnasium", "envpool", "brax"}
-    parts = {(f"{pc.case.backend}:{pc.case.variant}", pc.case.task, pc.case.num_envs) for pc in q.items if {"inference", "learn"} <= set(pc.measure.phases)}
+    parts = {(f"{pc.case.backend}:{pc.case.variant}", pc.case.task, pc.case.num_envs) for pc in q.items if {"collect", "learn"} <= set(pc.measure.phases)}
     assert {("gymnasium:dummy", "cartpole", 8), ("gymnasium:subproc", "cartpole", 8), ("envpool:sync", "cartpole", 8),
             ("envpool:sync", "halfcheetah", 8)} <= parts
     assert not any("update" in pc.measure.phases for pc in q.items)  # the whole PPO iteration is the throughput suite's
     t = plan(load_suite("throughput", REG), REG)
     assert max(pc.case.num_envs for pc in t.items) == 16384
-    assert any(set(pc.measure.phases) >= {"inference", "learn", "update"} for pc in t.items)
+    assert any(set(pc.measure.phases) >= {"inference", "collect", "learn", "update"} for pc in t.items)
     # a task the suite lists runs only under the entries that list it (with their phases), never another's
     only = plan(load_suite("quick", REG), REG, tasks=["cartpole"], num_envs=[8])
     by_key = {pc.case.key: pc for pc in only.items}
-    assert set(by_key["envpool-sync-cartpole-n8"].measure.phases) == {"inference", "learn"}
+    assert set(by_key["envpool-sync-cartpole-n8"].measure.phases) == {"inference", "collect", "learn"}
 
 
 def test_expansion_skips_what_a_backend_lacks_and_says_why(tmp_path):

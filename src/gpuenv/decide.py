@@ -8,14 +8,19 @@ The course ends with a decision table, not a model:
     a NeurIPS submission         -> almost surely GPU
 
 This module answers it from measured records of one machine: per backend, the wall-clock to
-*train* for the budget where the records hold its parts, else to step through it (said so). The
-training model (`Parts`) composes one PPO iteration of the shared definition from what a throughput
-case measured apart: collection at its +inference phase's rate (stepping plus the policy's forward
-pass at the trainer's batch) and learning at its learn phase's rate (PPO's update alone, samples
-per second), plus startup and compile once per run: seconds = fixed + steps x (1/collect + 1/learn).
-The interval takes both rates' interval ends together. `model_checks` tests it against every
-time-to-reward record of the same machine, backend, task and size (predicted vs measured training
-seconds to the threshold). It names the machine the records come from, the row the question lands
+*train* for the budget where the records hold what it costs, else to step through it (said so).
+Two training models, each naming its trainer:
+- `Parts`, for the shared SB3 PPO, composes one PPO iteration from what a throughput case measured
+  apart: collection at its collect phase's rate (SB3's own rollout: stepping, the policy's forward
+  pass at the trainer's batch, the rollout buffer and the advantages; the +inference phase where an
+  older record has no collect phase) and learning at its learn phase's rate (PPO's update alone,
+  samples per second), plus startup and compile once per run: seconds = fixed + steps x (1/collect +
+  1/learn). The interval takes both rates' interval ends together. `model_checks` tests it against
+  every time-to-reward record of the same machine, backend, task and size.
+- `EndToEnd`, for a native on-device trainer (Brax's PPO in JAX), whose collection and learning
+  overlap on the device: its time-to-reward record's training rate, measured whole (env steps per
+  second of training, startup, compile and evaluation apart), over its seeds.
+An option trains with whichever of the two its records have that trains faster. It names the machine the records come from, the row the question lands
 in and why, the framework to use, and which rows the records cannot check (a GPU backend measured
 only on a CPU).
 """
@@ -30,6 +35,8 @@ from gpuenv.measure.fingerprint import without_speed
 from gpuenv.modes import of
 from gpuenv.results.schema import Record
 
+NO_TRAINING = ("neither the shared trainer's collect (or +inference) and learn phases nor a time-to-reward run were measured "
+               "for it")
 BUDGET_LIMIT = 50_000_000  # the course's "budget < 50M steps: CPU is fine"
 CONFIGS_ENVPOOL = 20  # "20+ hyperparameter configs: consider EnvPool"
 
@@ -64,6 +71,8 @@ class Parts:
     case_key: str
     fixed_s: float = 0.0  # startup + compile of that record (at its num_envs)
 
+    collect_phase: str = "collect"  # the phase collection was measured by: collect, or +inference (older records)
+
     def train_s(self, steps: float) -> tuple[float, float, float]:
         """Seconds to collect and learn `steps` env steps: (median, low, high)."""
         (c, c_lo, c_hi), (le, le_lo, le_hi) = self.collect, self.learn
@@ -74,17 +83,64 @@ class Parts:
         """Env steps/s of training, collection and learning together."""
         return 1 / (1 / self.collect[0] + 1 / self.learn[0])
 
+    @property
+    def how(self) -> str:
+        return (f"{self.trainer}: collection {self.collect[0]:,.0f} ({self.collect_phase} phase) + learning "
+                f"{self.learn[0]:,.0f} steps/s")
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """A native trainer's training measured whole, in one time-to-reward record (per seed: env steps
+    trained / training seconds, startup, compile and evaluation apart)."""
+
+    num_envs: int
+    rates: tuple[float, float, float]  # env steps/s of training: median, lowest, highest over seeds
+    trainer: str
+    case_key: str
+    seeds: int
+    fixed_s: float  # startup + compile, median over seeds
+
+    def train_s(self, steps: float) -> tuple[float, float, float]:
+        m, lo, hi = self.rates
+        return steps / m, steps / hi, steps / lo
+
+    @property
+    def rate(self) -> float:
+        return self.rates[0]
+
+    @property
+    def how(self) -> str:
+        return f"{self.trainer}: measured end to end, {self.rates[0]:,.0f} env steps/s of training over {self.seeds} seed(s)"
+
+
+Training = Parts | EndToEnd
+
 
 def parts_of(r: Record) -> Parts | None:
-    """The training parts one throughput record measured: its +inference and learn phases, of one definition."""
+    """The training parts one throughput record measured: its collect (else +inference) and learn
+    phases, of one definition."""
     rates = of(r).phase_rates(r)
-    c, le = rates.get("inference"), rates.get("learn")
+    phase = "collect" if "collect" in rates else "inference"
+    c, le = rates.get(phase), rates.get("learn")
     if c is None or le is None:
         return None
     trainer = f"SB3 PPO, {c.definition}" if c.definition else "SB3 PPO, the shared definition"
     step = of(r).step_rate(r)
     return Parts(c.num_envs, (c.median, c.ci_low, c.ci_high), (le.median, le.ci_low, le.ci_high), trainer, r.case_key,
-                 step.fixed_s if step else 0.0)
+                 step.fixed_s if step else 0.0, "collect" if phase == "collect" else "+inference")
+
+
+def end_to_end_of(r: Record) -> EndToEnd | None:
+    """A trainer's training as one time-to-reward record measured it, whole; None for records that
+    train nothing. A native trainer's model; the shared SB3 trainer's where no parts were measured."""
+    trainer, _ = of(r).reached_runs(r)
+    rates = of(r).training_rates(r)
+    if trainer is None or not rates:
+        return None
+    fixed = of(r).training_fixed_s(r)
+    return EndToEnd(r.case.num_envs, (rates[len(rates) // 2], rates[0], rates[-1]), f"{of(r).trainer_text(r)}, {r.suite} suite",
+                    r.case_key, len(rates), fixed)
 
 
 @dataclass
@@ -97,23 +153,19 @@ class Option:
     device: str  # where it was measured: cpu, gpu or tpu
     gpu_backend: bool  # the backend steps on a GPU where there is one
     case_key: str
-    train_rate: float | None = None  # env steps/s PPO trained at (time-to-reward records)
     ttr: str = ""  # what the time-to-reward records say
-    parts: Parts | None = None  # the training model's parts, where a record of this backend measured them
+    training: Training | None = None  # what training costs, where its records measured it (the faster of the two models)
 
     def wall_s(self, budget: int, configs: int) -> float:
         return configs * (self.fixed_s + budget / self.rate)
 
     def predicted_s(self, budget: int, configs: int) -> tuple[float, float, float] | None:
         """Predicted wall-clock to train `configs` x `budget` steps (median, low, high), or None without parts."""
-        if self.parts is None:
+        if self.training is None:
             return None
-        mid, lo, hi = self.parts.train_s(budget)
-        fixed = self.parts.fixed_s  # the startup and compile of the size the parts were measured at
+        mid, lo, hi = self.training.train_s(budget)
+        fixed = self.training.fixed_s  # the startup and compile of the size the parts were measured at
         return configs * (fixed + mid), configs * (fixed + lo), configs * (fixed + hi)
-
-    def train_wall_s(self, budget: int, configs: int) -> float | None:
-        return None if not self.train_rate else configs * (self.fixed_s + budget / self.train_rate)
 
 
 @dataclass
@@ -139,10 +191,12 @@ class Decision:
             return {"backend": o.selector, "num_envs": o.num_envs, "env_steps_per_s": o.rate, "ci": list(o.ci),
                     "startup_compile_s": o.fixed_s, "measured_on": o.device, "case": o.case_key,
                     "stepping_s": o.wall_s(self.budget, self.configs),
-                    "training": None if pred is None or o.parts is None else {
-                        "predicted_s": pred[0], "low_s": pred[1], "high_s": pred[2], "num_envs": o.parts.num_envs,
-                        "trainer": o.parts.trainer, "collection_steps_per_s": o.parts.collect[0],
-                        "learning_samples_per_s": o.parts.learn[0], "case": o.parts.case_key}}
+                    "training": None if pred is None or o.training is None else {
+                        "predicted_s": pred[0], "low_s": pred[1], "high_s": pred[2], "num_envs": o.training.num_envs,
+                        "trainer": o.training.trainer, "how": o.training.how, "case": o.training.case_key,
+                        "training_steps_per_s": o.training.rate,
+                        **({"collection_steps_per_s": o.training.collect[0], "learning_samples_per_s": o.training.learn[0]}
+                           if isinstance(o.training, Parts) else {"measured_end_to_end": True})}}
 
         return {"task": self.task, "budget": self.budget, "configs": self.configs, "machine": self.machine, "row": self.row,
                 "answer": self.answer, "why": self.why, "needs_gpu": self.needs_gpu, "versus_the_course": self.versus,
@@ -238,7 +292,7 @@ def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]
         return []
 
     def quickest(among: list[Option]) -> Option:
-        return min(among, key=lambda o: (o.parts is None, _cost(o, budget, configs)[1]))
+        return min(among, key=lambda o: (o.training is None, _cost(o, budget, configs)[1]))
 
     c = quickest(cpu)
     cf, cs, ck = _cost(c, budget, configs)
@@ -250,7 +304,7 @@ def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]
         g = quickest(gpu)
         gf, gs, gk = _cost(g, budget, configs)
         line = (f"measured on another machine, {without_speed(label)}: {g.selector} on its GPU, {gk} "
-                f"{duration(gf + gs * budget)} for {configs} x {budget:,} steps at {g.parts.num_envs if g.parts else g.num_envs} envs, "
+                f"{duration(gf + gs * budget)} for {configs} x {budget:,} steps at {g.training.num_envs if g.training else g.num_envs} envs, "
                 f"against {c.selector} here, {ck} {duration(cf + cs * budget)}")
         if gk == ck:
             x = crossover(c, g, configs)
@@ -262,9 +316,9 @@ def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]
                 line += f"; the GPU machine finishes first only below {(cf - gf) / (gs - cs):,.0f} steps per run: it is slower per step"
             else:
                 line += "; the GPU machine never finishes first: it is slower per step"
-        if g.parts and c.parts and gk == ck == "training":
-            line += (f" (learning {g.parts.learn[0]:,.0f} samples/s there, {c.parts.learn[0]:,.0f} here; collection "
-                     f"{g.parts.collect[0]:,.0f} there, {c.parts.collect[0]:,.0f} here)")
+        if isinstance(g.training, Parts) and isinstance(c.training, Parts) and gk == ck == "training":
+            line += (f" (learning {g.training.learn[0]:,.0f} samples/s there, {c.training.learn[0]:,.0f} here; collection "
+                     f"{g.training.collect[0]:,.0f} there, {c.training.collect[0]:,.0f} here)")
         out.append(line)
     return out
 
@@ -286,23 +340,25 @@ def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
         b = reg.backends.get(r.case.backend)
         best[sel] = Option(sel, step.num_envs, step.median, (step.ci_low, step.ci_high), step.fixed_s,
                            device_class(r), bool(b and b.device == "gpu"), r.case_key)
-    for r in recs:  # training runs: the rate PPO trained at, per seed, where the same backend:variant has one
-        rates = of(r).training_rates(r)
-        sel = r.case.label
-        if sel not in best or not rates:
-            continue
-        o = best[sel]
-        n = r.case.num_envs
-        o.ttr = (f"{of(r).training_line(r)}, training at {rates[len(rates) // 2]:,.0f} env steps/s (median over seeds) "
-                 f"at {n} envs")
-        if n == o.num_envs:  # a training rate only beside the throughput of the same size
-            o.train_rate = rates[len(rates) // 2]
     if not best:
         raise UserError(f"no throughput record of task {task!r} on {machine}: run `gpuenv bench --task {task}` first")
-    for r in sorted(recs, key=lambda r: r.created_utc):  # the newest parts of each backend:variant
-        p = parts_of(r) if r.case.label in best else None
-        if p is not None:
-            best[r.case.label].parts = p
+    models: dict[str, dict[str, Training]] = {sel: {} for sel in best}  # per backend:variant, per trainer, the newest
+    for r in sorted(recs, key=lambda r: r.created_utc):
+        sel = r.case.label
+        if sel not in best:
+            continue
+        if (p := parts_of(r)) is not None:
+            models[sel]["sb3"] = p  # the shared trainer: composed from parts wherever they were measured
+        elif (e := end_to_end_of(r)) is not None:
+            trainer = of(r).reached_runs(r)[0] or ""
+            if not isinstance(models[sel].get(trainer), Parts):  # its own time-to-reward runs check the parts instead
+                models[sel][trainer] = e
+            rates = of(r).training_rates(r)
+            best[sel].ttr = (f"{of(r).training_line(r)}, training at {rates[len(rates) // 2]:,.0f} env steps/s (median over seeds) "
+                             f"at {r.case.num_envs} envs")
+    for sel, trained in models.items():
+        if trained:
+            best[sel].training = max(trained.values(), key=lambda m: m.rate)
     return sorted(best.values(), key=lambda o: -o.rate)
 
 
@@ -352,8 +408,8 @@ def model_checks(records: list[Record]) -> list[ModelCheck]:
 
 def _cost(o: Option, budget: int, configs: int) -> tuple[float, float, str]:
     """(fixed seconds, seconds per step, what it is) of an option: training where predicted, else stepping."""
-    if o.parts is not None:
-        return configs * o.parts.fixed_s, configs / o.parts.rate, "training"
+    if o.training is not None:
+        return configs * o.training.fixed_s, configs / o.training.rate, "training"
     return configs * o.fixed_s, configs / o.rate, "stepping"
 
 
@@ -388,7 +444,7 @@ def versus_rule(row: str, pick: Option, fastest: Option, opts: list[Option], bud
     if gpu and cpu:
         g = min(gpu, key=lambda o: _cost(o, budget, configs)[1])
         c = min(cpu, key=lambda o: _cost(o, budget, configs)[1])
-        if (g.parts is None) == (c.parts is None):
+        if (g.training is None) == (c.training is None):
             x = crossover(c, g, configs)
             out.append(f"{g.selector} on the GPU repays its startup and compile over {c.selector} above {x:,.0f} steps per run"
                        if x is not None else f"{g.selector} on the GPU never repays its startup over {c.selector} here")
@@ -428,7 +484,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         return p[0] if p else o.wall_s(budget, configs)
 
     def first(among: list[Option]) -> Option:
-        modelled = [o for o in among if o.parts]  # a training prediction is never ranked against a stepping time
+        modelled = [o for o in among if o.training]  # a training prediction is never ranked against a stepping time
         return min(modelled or among, key=wall)
 
     fastest = first(opts)
@@ -440,14 +496,11 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
 
     def line(o: Option) -> str:
         p = o.predicted_s(budget, configs)
-        t = o.train_wall_s(budget, configs)
-        if p and o.parts:
-            ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.parts.num_envs} envs "
-                   f"({o.parts.trainer}: collection {o.parts.collect[0]:,.0f} + learning {o.parts.learn[0]:,.0f} steps/s)")
-        elif t:
-            ppo = f"; with PPO training {duration(t)} (time-to-reward records)"
+        if p and o.training:
+            ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.training.num_envs} envs "
+                   f"({o.training.how})")
         else:
-            ppo = "; PPO training not predicted: no +inference and learn phases measured for it"
+            ppo = f"; PPO training not predicted: {NO_TRAINING}"
         return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} of stepping "
                 f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
 
@@ -504,12 +557,12 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         verdict += across_machines(opts, elsewhere, budget, configs)
     where = f"on the records' machine ({without_speed(machine)})"
     pred = pick.predicted_s(budget, configs)
-    if pred and pick.parts:
+    if pred and pick.training:
         answer = (f"{pick.selector}: trains {configs} x {budget:,} steps in {duration(pred[0])} [{duration(pred[1])}-{duration(pred[2])}] "
-                  f"{where}, predicted for {pick.parts.trainer} at {pick.parts.num_envs} envs")
+                  f"{where}, predicted for {pick.training.trainer} at {pick.training.num_envs} envs")
     else:
         answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; training not predicted "
-                  "(no +inference and learn phases measured for it)")
+                  f"({NO_TRAINING})")
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
 
@@ -517,7 +570,10 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
                   f"this machine's fastest: {answer}")
     checks = [c for c in model_checks(recs) if c.task == task]  # recs: this machine's ok records of the task
-    if pred and checks:
+    if isinstance(pick.training, EndToEnd):
+        answer += (f"; measured end to end, not composed: the interval is the spread of its {pick.training.seeds} seed(s)' training "
+                   "rates")
+    elif pred and checks:
         errs = sorted(100 * c.error for c in checks)
         answer += (f"; the interval is the parts' measurement noise only: the model missed this machine's "
                    f"time-to-reward runs by {errs[0]:+.0f}% to {errs[-1]:+.0f}%")

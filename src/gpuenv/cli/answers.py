@@ -84,14 +84,15 @@ def decide(
         t.add_column(col)
     for o in d.options:
         p = o.predicted_s(steps, configs)
-        ppo = f"{duration(p[0])} [{duration(p[1])}-{duration(p[2])}] at {o.parts.num_envs} envs" if p and o.parts else "-"
+        ppo = f"{duration(p[0])} [{duration(p[1])}-{duration(p[2])}] at {o.training.num_envs} envs" if p and o.training else "-"
         t.add_row(o.selector, str(o.num_envs), f"{o.rate:,.0f} ({o.ci[0]:,.0f}-{o.ci[1]:,.0f})", f"{o.fixed_s:.1f}",
                   duration(o.wall_s(steps, configs)), ppo)
     console.print(t)
-    trainers = sorted({o.parts.trainer for o in d.options if o.parts})
+    trainers = sorted({o.training.trainer for o in d.options if o.training})
     if trainers:
-        console.print(f"[dim]PPO training = startup+compile + steps x (1/collection + 1/learning), from each backend's +inference "
-                      f"and learn phases; trainer: {markup('; '.join(trainers))}[/]", highlight=False)
+        console.print(f"[dim]PPO training = startup+compile + steps / training rate: the shared SB3 PPO's composed from its collect "
+                      f"(or +inference) and learn phases (1/rate = 1/collection + 1/learning), a native trainer's measured end to "
+                      f"end; trainers: {markup('; '.join(trainers))}[/]", highlight=False)
     for c in d.checks:
         console.print(f"model check: {markup(c.case_key)}: predicted {duration(c.predicted_s)} [{duration(c.predicted_lo)}-"
                       f"{duration(c.predicted_hi)}] of training to the threshold, measured {duration(c.measured_s)} "

@@ -183,7 +183,7 @@ def bench(
 @app.command("gpu-check")
 def gpu_check(
     out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/")] = "results/gpu-check",
-    budget: Annotated[float, typer.Option("--budget", help="seconds for the whole check; the bench is interrupted (its records kept) to fit")] = 420.0,
+    budget: Annotated[float, typer.Option("--budget", help="seconds for the whole check; the bench is interrupted (its records kept) to fit")] = 480.0,
 ) -> None:
     """The GPU parts of the decision in one command (make gpu-check): Brax and MJX at 1024-8192 envs, PPO's inference and learning on the GPU, then show and decide."""
     from gpuenv.results.store import new_run_id, prepare_dir

@@ -239,6 +239,15 @@ class Mode(Generic[R]):
         """Env steps/s each training run of an ok record reached (per seed); [] where the mode trains nothing."""
         return []
 
+    def training_fixed_s(self, record: R) -> float:
+        """Startup and compile seconds of an ok record's training runs, median over seeds; 0.0 where the
+        mode trains nothing."""
+        return 0.0
+
+    def trainer_text(self, record: R) -> str:
+        """The trainer a training record ran, in words; "" where the mode trains nothing."""
+        return ""
+
     def training_line(self, record: R) -> str:
         """What an ok training record reached, in one line (decide quotes it); "" where the mode trains nothing."""
         return ""

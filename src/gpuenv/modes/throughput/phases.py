@@ -10,11 +10,14 @@ with the same protocol (gpuenv.measure.timing: compile chunk, calibration, warm-
               info dicts and reset handling, with random actions
   inference   + the shared PPO policy's forward pass every step (batch = num_envs) on the policy's
               device, its sampled actions stepping the env (SB3's rollout step without the rollout
-              buffer, callbacks and value bootstrap of truncated episodes: those are in `update`)
+              buffer, callbacks and value bootstrap of truncated episodes: those are in `collect`)
+  collect     SB3's own rollout: PPO.collect_rollouts of n_steps per env (the forward pass, the rollout
+              buffer, a callback per step, the value bootstrap of truncated episodes, the advantages
+              at the rollout's end); the collection rate the wall-clock model of `gpuenv decide` uses
   learn       the learning alone: SB3 PPO's update (n_epochs over the rollout buffer in minibatches)
               run again and again over one collected rollout; its rate is samples learned per
               second, a cost of the network, batch, epochs and device, not of the simulator (the
-              wall-clock model of `gpuenv decide` adds it to the collection rate of +inference)
+              wall-clock model of `gpuenv decide` adds it to the collection rate of `collect`)
   update      + learning: SB3 PPO.learn, one PPO update (n_epochs of minibatches) per rollout of
               n_steps per env; one chunk is one rollout and its update
 
@@ -36,17 +39,18 @@ from gpuenv.backends.base import Case, action_pool
 from gpuenv.backends.spec import NativeTask
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
 
-PHASES = ("step", "step+reset", "vecenv", "inference", "learn", "update")
-POLICY_PHASES = ("vecenv", "inference", "learn", "update")
+PHASES = ("step", "step+reset", "vecenv", "inference", "collect", "learn", "update")
+POLICY_PHASES = ("vecenv", "inference", "collect", "learn", "update")
 MAIN = "step+reset"
 EXTRA = tuple(p for p in PHASES if p != MAIN)
 SHARED_PPO_SUITE = "ppo"  # the suite whose sb3 case of a task is the shared PPO definition
-HEADERS = {"step": "step", "step+reset": "step+reset", "vecenv": "vecenv", "inference": "+inference", "learn": "learn",
+HEADERS = {"step": "step", "step+reset": "step+reset", "vecenv": "vecenv", "inference": "+inference", "collect": "collect",
+           "learn": "learn",
            "update": "+update"}
 LEGEND = (
     "step: resets suppressed (time limit removed, task without termination); step+reset: the case itself; "
     "vecenv: through the shared PPO trainer's VecEnv stack, random actions; +inference: the shared policy's "
-    "forward pass picks every action; learn: PPO's update alone, samples learned per second; +update: SB3 PPO.learn (rollout buffer, value bootstrap and one update per rollout); reset us/env: the wall-clock "
+    "forward pass picks every action; collect: SB3's rollout (+inference, rollout buffer, callbacks, advantages); learn: PPO's update alone, samples learned per second; +update: SB3 PPO.learn (rollout buffer, value bootstrap and one update per rollout); reset us/env: the wall-clock "
     "microseconds one env's reset adds, amortised over the batch"
 )
 
@@ -157,6 +161,30 @@ class _Steps:
 
     def sync(self) -> None:
         self._sync()
+
+
+class _Collect:
+    """One chunk = one SB3 rollout, PPO.collect_rollouts of n_steps per env into the rollout buffer
+    (the advantages computed at its end), with a callback that does nothing: a rollout of PPO.learn
+    without the update."""
+
+    def __init__(self, model) -> None:
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class Nothing(BaseCallback):
+            def _on_step(self) -> bool:
+                return True
+
+        self.model = model
+        _, self.callback = model._setup_learn(model.n_steps * model.n_envs, Nothing(), reset_num_timesteps=False)
+
+    def run(self, loops: int) -> None:
+        m = self.model
+        for _ in range(loops):
+            m.collect_rollouts(m.env, self.callback, m.rollout_buffer, n_rollout_steps=m.n_steps)
+
+    def sync(self) -> None:
+        pass  # collect_rollouts returns with the actions and values on the host
 
 
 class _Learn:
@@ -285,16 +313,18 @@ def measure_phases(
                 if isinstance(policy, Exception):
                     raise policy
                 details = policy.details
-                if name in ("learn", "update"):
+                if name in ("collect", "learn", "update"):
                     model = policy.model
-                    stepper = _LearnOnly(model) if name == "learn" else _Learn(model)
+                    stepper = {"collect": _Collect, "learn": _LearnOnly, "update": _Learn}[name](model)
                     chunk = model.n_steps
                     # the compile chunk and the calibration call are whole updates (or iterations) already
                     run_settings = replace(settings, warmups=0)
                     sizes = f"n_epochs={model.n_epochs}, batch_size={model.batch_size}"
-                    how = (f"SB3 PPO's update alone ({sizes}) over one rollout of n_steps={chunk} x {case.num_envs} envs, again "
-                           "and again; rate = samples learned per second" if name == "learn" else
-                           f"SB3 PPO.learn: rollouts of n_steps={chunk} per env, each followed by its update ({sizes})")
+                    how = {"collect": f"SB3 PPO.collect_rollouts: rollouts of n_steps={chunk} per env into the rollout buffer, "
+                                      "advantages at each rollout's end, no update",
+                           "learn": f"SB3 PPO's update alone ({sizes}) over one rollout of n_steps={chunk} x {case.num_envs} envs, "
+                                    "again and again; rate = samples learned per second",
+                           "update": f"SB3 PPO.learn: rollouts of n_steps={chunk} per env, each followed by its update ({sizes})"}[name]
                     how += f"; policy on {model.device.type}"
                 else:
                     chunk, run_settings = case.chunk_steps, settings

@@ -11,7 +11,7 @@
     seed = 0
     memory_limit_mib = 0    # address-space limit of each worker (RLIMIT_AS); a case over it is `oom`
     phases = []             # also measure these apart (gpuenv.modes.throughput.phases): "step" (resets
-                            # suppressed), "vecenv", "inference", "learn", "update"; "step+reset" is the case itself
+                            # suppressed), "vecenv", "inference", "collect", "learn", "update"; "step+reset" is the case itself
     phase_ppo = {}          # sizes of the shared PPO definition the policy phases run, replacing the
                             # definition's own: n_steps, batch_size, n_epochs (e.g. { n_steps = 64 })
     [[matrix]]              # backends x tasks x num_envs; a task a backend lacks is reported, not run

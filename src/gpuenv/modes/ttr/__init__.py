@@ -73,6 +73,16 @@ class TimeToReward(Mode["TtrRecord"]):
         return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in record.runs
                       if x.env_steps_to_threshold and x.train_time_to_threshold_s)
 
+    def training_fixed_s(self, record: TtrRecord) -> float:
+        from statistics import median
+
+        fixed = [float((x.model_extra or {}).get("startup_s") or 0.0) + float((x.model_extra or {}).get("compile_s") or 0.0)
+                 for x in record.runs if x.status != "failed"]
+        return median(fixed) if fixed else 0.0
+
+    def trainer_text(self, record: TtrRecord) -> str:
+        return record.what.trainer
+
     def reached_runs(self, record: TtrRecord) -> tuple[str | None, list[tuple[float, float]]]:
         runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s) for x in record.runs
                 if x.status == "reached" and x.env_steps_to_threshold and x.train_time_to_threshold_s]
@@ -83,6 +93,9 @@ class TimeToReward(Mode["TtrRecord"]):
 
     def training_line(self, record: TtrRecord) -> str:
         c, s = record.case, record.ok_summary
+        if not s.reached:
+            return (f"PPO ({c.trainer}, {record.case_key}) did not reach return {c.threshold:g} within its budget "
+                    f"({c.max_env_steps:,} env steps or {c.max_time_s:g} s), 0/{s.seeds} seeds")
         return (f"PPO ({c.trainer}, {record.case_key}) reached return {c.threshold:g} in "
                 f"{s.time_to_threshold_s.median:.0f} s median, {s.reached}/{s.seeds} seeds")
 
