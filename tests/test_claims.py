@@ -192,13 +192,15 @@ def test_decide_answers_the_course_question_from_this_machines_records(cli):
 
 
 def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, published_records):
-    """The lent H200's gpu-check runs (seven runs whose reference speed moved 2x: one machine by its
-    name) are the newest halfcheetah records: the answer is theirs, says it measured no CPU backend,
-    and lists the other machines with the flag that picks one. Brax's own PPO, measured end to end
+    """The newest halfcheetah records answer unless --machine picks another. The lent H200's gpu-check
+    runs (seven runs whose reference speed moved 2x: one machine by its name): the answer is theirs,
+    says it measured no CPU backend, and lists the other machines with the flag that picks one. Brax's own PPO, measured end to end
     there, trains in minutes where the shared SB3 PPO on the same GPU is predicted to take a day."""
     from gpuenv.decide import EndToEnd, Parts
 
-    d = decide("halfcheetah", 50_000_000, 1, published_records)
+    newest = decide("halfcheetah", 50_000_000, 1, published_records)  # no --machine: the newest records' machine
+    assert newest.machine.startswith("[3] Intel(R) Xeon(R) Processor (2 cores)"), newest.machine  # make bench at 978e67f
+    d = decide("halfcheetah", 50_000_000, 1, published_records, machine="lent-h200")
     assert d.machine.startswith("[5] lent-h200: ") and "NVIDIA H200" in d.machine and "over 7 runs" in d.machine
     assert {o.selector for o in d.options} == {"brax:positional", "brax:generalized", "mjx:jax"} and all(o.device == "gpu" for o in d.options)
     brax = next(o for o in d.options if o.selector == "brax:generalized")
@@ -391,7 +393,8 @@ def test_site_is_self_contained_with_claims_decision_and_case_pages(site):
     rows = "".join(p.read_text() for p in machine_pages)
     # memory and phase columns carry values once measured (the 2026-12-03 quick run has both)
     assert re.search(r"envpool-sync-halfcheetah-n8</a></td><td>[^<]+</td><td>[\d,]+ \([\d.,]+\)</td><td>[^<]*</td>"
-                     r"<td>step 1\.\d\d, vecenv 0\.\d\d, inference 0\.\d\d, update 0\.\d\d</td>", rows), "no memory/phase cells"
+                     r"<td>step 1\.\d\d, vecenv 0\.\d\d, inference 0\.\d\d, (?:collect 0\.\d\d, )?(?:learn|update) 0\.\d\d</td>", rows), \
+        "no memory/phase cells"
 
 
 def figures(html: str) -> list[list[dict]]:
@@ -479,6 +482,42 @@ def test_chromium_hover_shows_the_points_tooltip_and_a_click_opens_its_case(site
         assert re.search(rf"/{key}-[0-9a-f]{{8}}\.html$", d.current_url) and "Reproduce" in d.page_source
     finally:
         d.quit()
+
+
+def test_chromium_draws_each_backend_in_one_colour_across_two_figures_and_keeps_a_screenshot(site):
+    """What the browser drew, not what the page asked for: the legend's line colour of each backend in
+    two rendered figures of one machine page (cartpole's and halfcheetah's scaling plots)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = next(p for p in sorted(site.glob("machine-*/index.html"))
+                if "scaling-cartpole" in p.read_text() and "scaling-halfcheetah" in p.read_text())
+    read = ("return [...document.querySelectorAll('#' + arguments[0] + ' .legend .traces')].map(t => "
+            "[t.querySelector('.legendtext').textContent, getComputedStyle(t.querySelector('.legendlines path')).stroke])")
+    d = chrome()
+    try:
+        d.get(page.as_uri())
+        drawn = {}
+        for fig in ("scaling-cartpole", "scaling-halfcheetah"):
+            WebDriverWait(d, 30).until(lambda d, fig=fig: d.find_elements(By.CSS_SELECTOR, f"#{fig} .legend .traces"))
+            drawn[fig] = {name.split(" (", 1)[0]: colour for name, colour in d.execute_script(read, fig)}
+        shot = site / "machine.png"
+        d.save_screenshot(str(shot))
+    finally:
+        d.quit()
+    both = set(drawn["scaling-cartpole"]) & set(drawn["scaling-halfcheetah"])
+    assert len(both) >= 3, drawn  # envpool and gymnasium vectorisers are in both
+    for backend in both:
+        assert drawn["scaling-cartpole"][backend] == drawn["scaling-halfcheetah"][backend], (backend, drawn)
+    for fig, colours in drawn.items():
+        assert len(set(colours.values())) == len(colours), (fig, colours)  # no two backends share one
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[0] > 1000 and pixels.std() > 0.05  # a rendered page, not a blank one
+    keep = ROOT / "results" / "local"  # for a person to look at (ignored by git)
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "machine-screenshot.png")
 
 
 def test_chromium_renders_the_claims_page_and_keeps_a_screenshot(site):
