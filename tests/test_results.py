@@ -227,3 +227,20 @@ def test_only_variables_that_change_speed_are_recorded_and_never_a_credential(mo
     assert {"XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"} <= set(env)
     assert not {"TF_CLI_CONFIG_FILE", "TF_TOKEN_app_terraform_io", "NVIDIA_API_KEY", "CUDA_AUTH_TOKEN"} & set(env)
     assert "s3cr3t" not in json.dumps(provenance()["env"])
+
+
+def test_a_records_digest_is_computed_once_and_is_never_part_of_the_record():
+    """Loading dedups by the digest and the report site names every page by it: one hash per record."""
+    from pathlib import Path
+
+    from gpuenv.results.store import record_digest
+
+    path = next((Path(__file__).resolve().parents[1] / "results" / "published" / "20261204T162312Z-e05585").glob("*.json"))
+    a, b = schema.read(path), schema.read(path)
+    digest = record_digest(a)
+    assert a == b  # computed on one, not yet on the other: still equal
+    assert len(digest) == 64 and digest == record_digest(b)  # the same content, the same record
+    assert a.digest_once(lambda r: "not computed again") == digest
+    assert "_digest" not in json.dumps(schema.as_dict(a)) and a == b  # derived: never written, never compared
+    c = schema.typed({**schema.as_dict(a), "run_id": "another-run"})
+    assert record_digest(c) != digest  # another run of the case is another record

@@ -18,6 +18,7 @@ A leaf module: it imports nothing of gpuenv.
 
 from __future__ import annotations
 
+import functools
 import html as _html
 import re
 from typing import Any
@@ -52,7 +53,13 @@ def markup(value: Any, *, multiline: bool = False) -> str:
 
 def html(value: Any) -> str:
     """`value` as HTML element text or an attribute value (quotes escaped)."""
-    return _html.escape(terminal(value, multiline=True), quote=True)
+    return _html_of(str(value))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _html_of(text: str) -> str:
+    """A report site escapes the same names, versions and labels on thousands of pages: once each."""
+    return _html.escape(terminal(text, multiline=True), quote=True)
 
 
 def mathtext(value: Any) -> str:

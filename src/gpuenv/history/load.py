@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuenv.errors import UserError
-from gpuenv.results.schema import Record, as_dict, read
+from gpuenv.results.schema import Record, read
 from gpuenv.results.store import load_dir, record_digest
 
 
@@ -58,7 +58,7 @@ def load_records(paths: list[str] | list[Path], what: str = "records") -> tuple[
     seen: set[str] = set()
     unique: list[Record] = []
     for r in records:
-        key = record_digest(as_dict(r))
+        key = record_digest(r)
         if key not in seen:
             seen.add(key)
             unique.append(r)

@@ -73,7 +73,7 @@ def _stem(r: Record) -> str:
     """run/case-<id>: a case rerun into the same run is another record, so another page."""
     from gpuenv.results.store import record_digest
 
-    return f"{slug(r.run_id)}/{slug(r.case_key)}-{record_digest(as_dict(r))[:8]}"
+    return f"{slug(r.run_id)}/{slug(r.case_key)}-{record_digest(r)[:8]}"
 
 
 def case_href(r: Record) -> str:

@@ -9,10 +9,11 @@ identity is gpuenv.results.workload, the v1 migration gpuenv.results.migrate.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from gpuenv.results.types import (
     GIT_SHA,
@@ -294,6 +295,21 @@ class RecordBase(Model):
     where: Where
     failure: Failure | None  # null exactly when status is ok
     invocation: Invocation | None = None  # absent in records written before 2026-12-04, and by ab and dispatch
+    _digest: str | None = PrivateAttr(default=None)  # results.store.record_digest once computed: derived, never measured
+
+    def __eq__(self, other: object) -> bool:
+        """Equal by content: a digest computed on one and not yet on the other is no difference."""
+        if not isinstance(other, RecordBase):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__ and self.__pydantic_extra__ == other.__pydantic_extra__
+
+    __hash__ = None  # type: ignore[assignment]  # as pydantic's models: mutable, so unhashable
+
+    def digest_once(self, compute: Callable[[RecordBase], str]) -> str:
+        """`compute(self)` the first time, the same string after (a loaded record is never changed)."""
+        if self._digest is None:
+            self._digest = compute(self)
+        return self._digest
 
     def _summary_of_ok(self, summary: _S | None) -> _S:
         """A subclass's `ok_summary`: its summary, which only an ok record has."""

@@ -164,14 +164,15 @@ def _no_nan(token: str) -> float:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of parsed JSON, without recursion."""
-    deepest, stack = 0, [(value, 1)]
+    """Nesting depth of parsed JSON, without recursion (only containers go on the stack: a record's
+    long lists of numbers are looked at, never pushed)."""
+    containers = (dict, list)
+    deepest, stack = 0, [(value, 1)] if isinstance(value, containers) else []
     while stack:
         v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            deepest = max(deepest, d)
-            if d <= MAX_DEPTH:
-                stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+        deepest = max(deepest, d)
+        if d <= MAX_DEPTH:
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v) if isinstance(c, containers))
     return deepest
 
 

@@ -113,12 +113,16 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def record_digest(record: dict) -> str:
+def record_digest(record: schema.Record) -> str:
     """What makes two loaded records the same record: their whole validated content. A copy of a
-    record (a site's, a shared folder's) is one record; two runs of a case are two."""
+    record (a site's, a shared folder's) is one record; two runs of a case are two. Computed once per
+    loaded record (loading dedups by it, the report site names pages by it)."""
     import hashlib
 
-    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    def compute(r: schema.Record) -> str:
+        return hashlib.sha256(json.dumps(schema.as_dict(r), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    return record.digest_once(compute)
 
 
 def write_record(directory: Path, record: dict) -> Path:
