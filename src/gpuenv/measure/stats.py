@@ -177,11 +177,9 @@ def prob_faster(
         raise ValueError("both sides need at least one run")
     score = np.array([[_faster_score(ta, ra, tb, rb) for tb, rb in b] for ta, ra in a])
     rng = np.random.default_rng(seed)
-    boots = np.empty(n_boot)
-    for i in range(n_boot):
-        ia = rng.integers(0, len(a), size=len(a))
-        ib = rng.integers(0, len(b), size=len(b))
-        boots[i] = score[np.ix_(ia, ib)].mean()
+    ia = rng.integers(0, len(a), size=(n_boot, len(a)))  # every resample at once: (n_boot, |a|) and (n_boot, |b|)
+    ib = rng.integers(0, len(b), size=(n_boot, len(b)))
+    boots = score[ia[:, :, None], ib[:, None, :]].mean(axis=(1, 2))
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(boots, [alpha, 1 - alpha])
     return float(score.mean()), float(lo), float(hi)
