@@ -182,7 +182,7 @@ def test_a_history_too_short_for_the_test_shows_no_change_not_a_lucky_one():
     assert sum(found) >= 18  # 12 points: a clean 30% step is found
 
 
-def history(tmp_path: Path, drop_at: int | None, n: int = 24, sha_after: str | None = None) -> Path:
+def history(tmp_path: Path, drop_at: int | None, n: int = 24, sha_after: str | None = None, ci: float = 0.03) -> Path:
     base = next(r for r in published() if r["case_key"] == "envpool-sync-halfcheetah-n8")
     rng = np.random.default_rng(3)
     out = tmp_path / "history"
@@ -198,6 +198,9 @@ def history(tmp_path: Path, drop_at: int | None, n: int = 24, sha_after: str | N
             p["env_steps_per_s"] = [v * factor for v in p["env_steps_per_s"]]
         for k in ("median", "ci_low", "ci_high"):
             r["summary"]["env_steps_per_s"][k] *= factor
+        if ci:  # each point's own 95% interval, +-ci of its median (the base record's own may be wide)
+            rate = r["summary"]["env_steps_per_s"]
+            rate["ci_low"], rate["ci_high"] = rate["median"] * (1 - ci), rate["median"] * (1 + ci)
         write_record(prepare_dir(out / r["run_id"]), r)
     return out
 
@@ -222,6 +225,22 @@ def test_regressions_find_the_planted_change_and_its_versions(tmp_path):
     assert "machine speed" in moved.row()[6] and "the change may be the machine's" in moved.row()[6]
     flat = change_points(records_of(history(tmp_path / "flat", drop_at=None)))
     assert flat.found == [] and flat.histories == 1 and flat.blind_lines() == []
+
+
+def test_a_change_the_points_own_intervals_do_not_confirm_is_suspicious_not_a_regression(tmp_path, cli):
+    """The same planted 20% drop, in points whose own 95% intervals are +-30% wide: the search finds
+    the step in the headline values, but the points cannot tell the sides apart, so it is labelled
+    suspicious: no exit 1, no alarm. With +-3% intervals it is a regression."""
+    wide = history(tmp_path / "wide", drop_at=20, ci=0.30)
+    (found,) = change_points(records_of(wide)).found
+    assert found.separated is False and found.suspicious and not found.regression
+    assert found.row()[5] == "suspicious: within the points' own 95% intervals"
+    r = cli("regressions", str(wide), "--alert", str(tmp_path / "alert"))
+    out = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "suspicious:" in out and "0 alarm(s) written" in out, out
+    narrow = history(tmp_path / "narrow", drop_at=20, ci=0.03)
+    (found,) = change_points(records_of(narrow)).found
+    assert found.separated is True and found.regression and found.row()[5] == "regression"
 
 
 def test_regressions_alert_on_a_new_regression_with_what_reproduces_it(tmp_path, cli):

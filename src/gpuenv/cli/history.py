@@ -146,7 +146,7 @@ def regressions(
         kind = COLUMNS.index("kind")
         for f in found:
             cells = [markup(c) for c in f.row()]
-            cells[kind] = f"[{'red' if f.regression else 'green'}]{cells[kind]}[/]"
+            cells[kind] = f"[{'yellow' if f.suspicious else 'red' if f.regression else 'green'}]{cells[kind]}[/]"
             t.add_row(*cells)
         console.print(t)
     console.print(f"{len(found)} change point(s) in {search.histories} case histories ({search.records} records)")

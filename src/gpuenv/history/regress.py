@@ -50,7 +50,10 @@ def _metric(key: str) -> Metric | None:
 COLUMNS = ("case", "at run", "before", "after", "change", "kind", "what changed")  # describe()'s cells
 
 
-def describe(key: str, points: list[tuple[float, Record]], cp: ChangePoint) -> list[str]:
+SUSPICIOUS = "suspicious: within the points' own 95% intervals"
+
+
+def describe(key: str, points: list[tuple[float, Record]], cp: ChangePoint, separated: bool | None = None) -> list[str]:
     before, after = points[cp.index - 1][1], points[cp.index][1]
     a, b = before.where.packages, after.where.packages
     changed = [f"{k} {a.get(k)}->{b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
@@ -74,9 +77,37 @@ def describe(key: str, points: list[tuple[float, Record]], cp: ChangePoint) -> l
         fmt(cp.before),
         fmt(cp.after),
         change,
-        "regression" if cp.change < 0 else "improvement",
+        SUSPICIOUS if separated is False else "regression" if cp.change < 0 else "improvement",
         ", ".join(changed) or "nothing recorded",
     ]
+
+
+def interval(key: str, r: Record) -> tuple[float, float] | None:
+    """A point's 95% interval, oriented like its value in the history (higher is better); None for a
+    memory point (its history is of medians over workers, without an interval)."""
+    if _metric(key) is not None:
+        return None
+    h = of(r).headline(r)
+    if not (0 < h.ci_low <= h.ci_high):
+        return None
+    return (h.ci_low, h.ci_high) if h.higher_is_better else (1 / h.ci_high, 1 / h.ci_low)
+
+
+def separated(key: str, points: list[tuple[float, Record]], cp: ChangePoint, lo: int, hi: int) -> bool | None:
+    """Whether the points' own intervals tell the two sides of a change point apart: the median
+    interval of the points after it (up to `hi`, the next change point) lies wholly beyond the median
+    interval of those before it (from `lo`), below it for a drop; None where the points carry no
+    interval. A change the search found in the headline values that the points' intervals do not
+    confirm is "suspicious", not a regression: noisy points wander that far without a cause."""
+    from statistics import median
+
+    before = [iv for _, r in points[lo:cp.index] if (iv := interval(key, r))]
+    after = [iv for _, r in points[cp.index:hi] if (iv := interval(key, r))]
+    if not before or not after:
+        return None
+    b_lo, b_hi = median(x for x, _ in before), median(y for _, y in before)
+    a_lo, a_hi = median(x for x, _ in after), median(y for _, y in after)
+    return a_hi < b_lo if cp.change < 0 else a_lo > b_hi
 
 
 def machine_moved(before: list[tuple[float, Record]], after: list[tuple[float, Record]]) -> str | None:
@@ -104,14 +135,20 @@ class Found:
     key: str  # mode:case key@workload [metric]
     points: list[tuple[float, Record]]  # the history it was found in, oriented (higher is better)
     change: ChangePoint
+    separated: bool | None = None  # the points' own intervals tell the sides apart (None: they carry none)
 
     def row(self) -> list[str]:
         """COLUMNS' cells, plain text (from records: escape them to print)."""
-        return describe(self.key, self.points, self.change)
+        return describe(self.key, self.points, self.change, self.separated)
 
     @property
     def regression(self) -> bool:
-        return self.change.change < 0
+        """A drop the points' intervals confirm (or cannot judge): what exits 1 and raises an alert."""
+        return self.change.change < 0 and self.separated is not False
+
+    @property
+    def suspicious(self) -> bool:
+        return self.separated is False
 
 
 @dataclass(frozen=True)
@@ -193,8 +230,11 @@ def change_points(records: list[Record], *, min_change: float = 0.05, by_version
     """`gpuenv regressions`: every change point in every case history, and what could not be seen."""
     check_min_change(min_change)
     series = series_by_case(records, by_version)
-    found = [Found(key, points, cp) for key, points in sorted(series.items())
-             for cp in detect([v for v, _ in points], min_change=min_change)]
+    found = []
+    for key, points in sorted(series.items()):
+        cps = detect([v for v, _ in points], min_change=min_change)
+        bounds = [0, *(c.index for c in cps), len(points)]  # each change point's sides end at its neighbours
+        found += [Found(key, points, cp, separated(key, points, cp, bounds[i], bounds[i + 2])) for i, cp in enumerate(cps)]
     need = min_points()
     short = [(key, len(points)) for key, points in sorted(series.items()) if len(points) < need]
     return Search(found, len(series), len(records), need, short, stopped_cases(records))
