@@ -18,11 +18,12 @@ Two training models, each naming its trainer:
   1/learn). The interval takes both rates' interval ends together. `model_checks` tests it against
   every time-to-reward record of the same machine, backend, task and size.
 - `EndToEnd`, for a native on-device trainer (Brax's PPO in JAX), whose collection and learning
-  overlap on the device: its time-to-reward record's training rate, measured whole (env steps per
-  second of training, startup, compile and evaluation apart), over its seeds.
-An option trains with whichever of the two its records have that trains faster. It names the machine the records come from, the row the question lands
-in and why, the framework to use, and which rows the records cannot check (a GPU backend measured
-only on a CPU).
+  overlap on the device, and for the shared trainer where only its trainings were measured: a
+  time-to-reward record's training rate, measured whole (env steps per second of training, startup,
+  compile and evaluation apart), over its seeds.
+An option trains with whichever of the two its records have that trains faster. The answer names
+the machine the records come from, the row the question lands in and why, the framework to use,
+and which rows the records cannot check (a GPU backend measured only on a CPU).
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ class Parts:
 
 @dataclass(frozen=True)
 class EndToEnd:
-    """A native trainer's training measured whole, in one time-to-reward record (per seed: env steps
-    trained / training seconds, startup, compile and evaluation apart)."""
+    """A trainer's training measured whole, in one time-to-reward record (per seed: env steps trained
+    / training seconds, startup, compile and evaluation apart)."""
 
     num_envs: int
     rates: tuple[float, float, float]  # env steps/s of training: median, lowest, highest over seeds
