@@ -98,6 +98,7 @@ class EndToEnd:
     num_envs: int
     rates: tuple[float, float, float]  # env steps/s of training: median, lowest, highest over seeds
     trainer: str
+    trainer_id: str  # the case's trainer (sb3, brax_ppo): what options_for keeps one model of
     case_key: str
     seeds: int
     fixed_s: float  # startup + compile, median over seeds
@@ -141,7 +142,7 @@ def end_to_end_of(r: Record) -> EndToEnd | None:
         return None
     fixed = of(r).training_fixed_s(r)
     return EndToEnd(r.case.num_envs, (rates[len(rates) // 2], rates[0], rates[-1]), f"{of(r).trainer_text(r)}, {r.suite} suite",
-                    r.case_key, len(rates), fixed)
+                    trainer, r.case_key, len(rates), fixed)
 
 
 @dataclass
@@ -351,12 +352,9 @@ def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
         if (p := parts_of(r)) is not None:
             models[sel]["sb3"] = p  # the shared trainer: composed from parts wherever they were measured
         elif (e := end_to_end_of(r)) is not None:
-            trainer = of(r).reached_runs(r)[0] or ""
-            if not isinstance(models[sel].get(trainer), Parts):  # its own time-to-reward runs check the parts instead
-                models[sel][trainer] = e
-            rates = of(r).training_rates(r)
-            best[sel].ttr = (f"{of(r).training_line(r)}, training at {rates[len(rates) // 2]:,.0f} env steps/s (median over seeds) "
-                             f"at {r.case.num_envs} envs")
+            if not isinstance(models[sel].get(e.trainer_id), Parts):  # its own time-to-reward runs check the parts instead
+                models[sel][e.trainer_id] = e
+            best[sel].ttr = f"{of(r).training_line(r)}, training at {e.rate:,.0f} env steps/s (median over seeds) at {e.num_envs} envs"
     for sel, trained in models.items():
         if trained:
             best[sel].training = max(trained.values(), key=lambda m: m.rate)
