@@ -342,8 +342,9 @@ def decision_page(records: list[Record], root: Path, css: str, groups: list[tupl
     parts = [nav(""), "<h1>The decision, computed</h1><p class='note'>The course's decision table (course tasks: Godot CPU "
              "is fine; budget &lt; 50M steps: CPU is fine; 20+ hyperparameter configs: consider EnvPool; a NeurIPS submission: "
              "almost surely GPU), answered from the records of one machine per task: per backend the predicted wall-clock to "
-             "train for the budget (startup and compile, then collection at its +inference rate and learning at its learn rate: "
-             "the shared PPO definition), or, where those parts were not measured, to step through it (said so), as "
+             "train for the budget (startup and compile, then the shared SB3 PPO's collection at its collect rate and learning "
+             "at its learn rate, or a trainer's own training rate measured end to end, such as Brax's PPO), or, where neither "
+             "was measured, to step through it (said so), as "
              "`gpuenv decide --task T --budget STEPS [--configs K]` prints it.</p>"]
     for task in tasks:
         rows = []
