@@ -112,6 +112,7 @@ def test_many_cases_are_adjusted_together():
         (["HEAD", "tests"], "not a gpuenv checkout"),
         (["HEAD", "HEAD", "--suite", "nosuch"], "unknown suite 'nosuch'"),
         (["envpool==1.2.5", "brax==0.14.2"], "belong to different backends"),
+        (["image:", "."], "name the image after image:"),
     ],
 )
 def test_bad_ab_input_is_one_line_exit_2(cli, args, message):

@@ -92,3 +92,58 @@ def test_dispatch_runs_its_tasks_in_the_image_and_records_say_so(built, tmp_path
     rec = records[0]
     assert rec["where"]["scheduler"]["container"] == "docker" and rec["where"]["scheduler"]["image"] == "gpuenv/envpool:latest"
     assert rec["where"]["machine"]["in_container"] is True and rec["where"]["machine"]["container"]["id"] == built["envpool"]
+
+
+def _containers_left() -> list[str]:
+    r = subprocess.run([DOCKER, "ps", "-a", "--filter", "name=gpuenv-ab-", "--format", "{{.Names}}"], capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def test_ab_runs_an_image_side_in_its_containers_against_this_checkout(built, tmp_path, cli):
+    """`gpuenv ab image:REF .`: side A's workers are containers of the image, B's run here, interleaved;
+    the records say which ran where (container, its commit), and no container is left."""
+    import json
+
+    from conftest import fake_suite
+
+    suite = fake_suite(tmp_path / "s.toml", backends='"envpool:sync", "gymnasium:dummy"', num_envs="[2]")
+    r = cli("ab", "image:gpuenv/envpool:latest", ".", "--suite", str(suite), "--blocks", "3", "--out", str(tmp_path / "out"),
+            "--json", cwd=ROOT, timeout=900)
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    doc = json.loads(r.stdout)
+    assert doc["sides"]["A"]["kind"] == "image" and doc["sides"]["A"]["label"].startswith("image gpuenv/envpool:latest (")
+    assert [v["case_key"] for v in doc["verdicts"]] == ["envpool-sync-cartpole-n2"]  # an image runs only its backend
+    assert doc["verdicts"][0]["pairs"] == 3 and doc["failed"] == []
+    recs = {p.parent.parent.name: load(p) for p in (tmp_path / "out").rglob("*.json")}
+    a, b = recs["A"], recs["B"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    c = a["where"]["machine"]["container"]
+    assert c["ref"] == "gpuenv/envpool:latest" and c["id"] == built["envpool"] and a["where"]["machine"]["in_container"] is True
+    assert a["where"]["git"]["sha"] == head and a["where"]["environment"]["name"] == "image gpuenv/envpool:latest"
+    assert a["where"]["packages"]["envpool"] == b["where"]["packages"]["envpool"]
+    assert "container" not in b["where"]["machine"] or b["where"]["machine"]["container"] is None
+    assert len(a["processes"]) == len(b["processes"]) == 3 and a["tags"]["side_spec"] == "image:gpuenv/envpool:latest"
+    assert _containers_left() == []
+
+
+def test_an_image_side_whose_worker_times_out_leaves_no_container(built, tmp_path, cli):
+    from conftest import fake_suite
+
+    suite = fake_suite(tmp_path / "s.toml", backends='"envpool:sync"', timeout=1)  # a container alone takes longer
+    r = cli("ab", "image:gpuenv/envpool:latest", "image:gpuenv/envpool:latest", "--suite", str(suite), "--blocks", "3",
+            "--out", str(tmp_path / "out"), cwd=ROOT, timeout=600)
+    assert "Traceback" not in r.stderr and "timed out after 1 s" in " ".join((r.stdout + r.stderr).split()), r.stdout + r.stderr
+    assert _containers_left() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["image:gpuenv/no-such-image:x", "."], "no image 'gpuenv/no-such-image:x' in this Docker engine"),
+        (["image:gpuenv/envpool:latest", ".", "--backend", "gymnasium:dummy"], "runs only backend envpool"),
+        (["image:gpuenv/envpool:latest", "image:gpuenv/gymnasium:latest"], "belong to different backends"),
+    ],
+)
+def test_bad_image_sides_are_one_line_exit_2(built, cli, args, message):
+    r = cli("ab", *args, cwd=ROOT)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -416,7 +416,7 @@ def sweep(
 
 @app.command()
 def ab(
-    side_a: Annotated[str, typer.Argument(metavar="A", help="the baseline: '.', a git revision, a gpuenv checkout folder or PACKAGE==VERSION")],
+    side_a: Annotated[str, typer.Argument(metavar="A", help="the baseline: '.', a git revision, a gpuenv checkout folder, PACKAGE==VERSION or image:REF")],
     side_b: Annotated[str, typer.Argument(metavar="B", help="the side compared with A, written the same way")],
     suite: Annotated[str, typer.Option("--suite", "-s", help="suite name in suites/ or a .toml path")] = "ab",
     backend: Annotated[list[str] | None, typer.Option("--backend", "-b", help="backend or backend:variant (repeatable)")] = None,
@@ -443,7 +443,7 @@ def ab(
     sides = [abm.parse_side(side_a), abm.parse_side(side_b)]
     only = abm.swept_backend(sides, backend)
     bp = bench_plan(suite, backends=backend or ([only] if only else None), tasks=task, num_envs=num_envs,
-                    here=not all(s.kind == "version set" for s in sides))  # two version sets: their environments have the library
+                    here=not all(s.kind in ("version set", "image") for s in sides))  # their environments have the library
     mode, plan = bp.mode, bp.plan
     for side in sides:
         abm.prepare(side, only)

@@ -2,8 +2,10 @@
 paired blocks.
 
 A side is this working tree (`.`), another checkout of gpuenv (a folder with src/gpuenv), a git
-revision of this repository (exported once into the cache and run with this install's libraries), or
-a library version set PACKAGE==VERSION (its own cached environment, as `gpuenv sweep` builds it).
+revision of this repository (exported once into the cache and run with this install's libraries), a
+library version set PACKAGE==VERSION (its own cached environment, as `gpuenv sweep` builds it), or
+a gpuenv image in the local Docker engine, image:REF (each worker process a container of it: its
+libraries and its gpuenv, gpuenv.images.worker).
 
 Per case, block b runs one worker process of each side, A then B in even blocks and B then A in odd
 ones (A B B A A B ...): whatever the machine does over the minutes a case takes (a VM's speed moves
@@ -32,18 +34,20 @@ from gpuenv.history import verdicts
 from gpuenv.results.schema import Record
 
 SIDES = ("A", "B")
+IMAGE = "image:"  # a side naming a local gpuenv image: image:gpuenv/envpool:latest
 
 
 @dataclass
 class Side:
     spec: str  # as the user wrote it
-    kind: str  # "working tree" | "checkout" | "revision" | "version set"
+    kind: str  # "working tree" | "checkout" | "revision" | "version set" | "image"
     label: str  # what tables and records call it
     git: dict  # where.git of its records
     src: Path | None = None  # the src/ its workers import gpuenv from (None: this checkout's)
     package: str | None = None  # version set: the package, its version
     version: str | None = None
     version_set: Any = None  # gpuenv.history.versionsets.VersionSet once prepared
+    image: Any = None  # gpuenv.images.worker.LocalImage: an image side
 
 
 def _git(*args: str, where: Path = envs.ROOT) -> subprocess.CompletedProcess:
@@ -70,6 +74,14 @@ def parse_side(spec: str) -> Side:
 
     if spec == ".":
         return Side(spec, "working tree", "this working tree", git_sha())
+    if spec.startswith(IMAGE):
+        from gpuenv.images.worker import local_image
+
+        ref = spec.removeprefix(IMAGE)
+        if not ref:
+            raise UserError(f"side {spec!r}: name the image after {IMAGE} (e.g. {IMAGE}gpuenv/envpool:latest)")
+        img = local_image(ref, f"side {spec!r}")
+        return Side(spec, "image", f"image {ref} ({img.id.removeprefix('sha256:')[:12]})", img.git, image=img)
     path = Path(spec).expanduser()
     if "==" in spec:
         from gpuenv.pins import package_name, version
@@ -83,8 +95,8 @@ def parse_side(spec: str) -> Side:
         return Side(spec, "checkout", f"checkout {path}", checkout_git(path), src=(path / "src").resolve())
     r = _git("rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
     if r.returncode != 0:
-        raise UserError(f"side {spec!r} is not a git revision of this repository, a gpuenv checkout folder, '.' (this working tree) "
-                        "or PACKAGE==VERSION (e.g. HEAD~3, v0.1.0, ../gpuenv-old, envpool==1.1.0)")
+        raise UserError(f"side {spec!r} is not a git revision of this repository, a gpuenv checkout folder, '.' (this working tree), "
+                        f"PACKAGE==VERSION or {IMAGE}REF (e.g. HEAD~3, v0.1.0, ../gpuenv-old, envpool==1.1.0, {IMAGE}gpuenv/envpool:latest)")
     sha = r.stdout.strip()
     return Side(spec, "revision", f"{spec} ({sha[:10]})", {"sha": sha, "dirty": False})
 
@@ -136,24 +148,28 @@ def export_revision(sha: str) -> Path:
 
 
 def swept_backend(sides: list[Side], backends: list[str] | None) -> str | None:
-    """The backend a version-set side's package belongs to (both sides must agree); None where no
-    side is a version set."""
+    """The backend a version-set side's package, or an image side's image, belongs to (the sides must
+    agree: an image or a version set runs only its backend); None where no side is either."""
     from gpuenv.history.versionsets import swept_backend as package_backend
 
     names = {package_backend(s.package, None).split(":")[0] for s in sides if s.kind == "version set" and s.package}
+    names |= {s.image.image.backend for s in sides if s.image is not None}
     if not names:
         return None
     if len(names) > 1:
-        raise UserError(f"the two version sets belong to different backends ({', '.join(sorted(names))}); compare one library at a time")
+        raise UserError(f"the two sides belong to different backends ({', '.join(sorted(names))}): "
+                        "a version set or an image runs only its own backend; compare one backend at a time")
     name = names.pop()
     for b in backends or []:
         if b.split(":")[0] != name:
-            raise UserError(f"--backend {b}: a version set of {next(s.package for s in sides if s.package)} runs only backend {name}")
+            what = next(s.spec for s in sides if s.package or s.image)
+            raise UserError(f"--backend {b}: side {what} runs only backend {name}")
     return name
 
 
-def side_launcher(side: Side, backend: str, cache: dict) -> Any:
-    """How this side starts a worker of this backend: a Launcher, or the UserError why it cannot."""
+def side_launcher(side: Side, backend: str, cache: dict, out: Path | None = None) -> Any:
+    """How this side starts a worker of this backend: a Launcher, or the UserError why it cannot.
+    `out`: the folder the records go to (an image side's containers mount it)."""
     from gpuenv.backends.spec import resolve
     from gpuenv.registry import default_registry
     from gpuenv.run.runner import Launcher, launcher_or_error
@@ -161,12 +177,19 @@ def side_launcher(side: Side, backend: str, cache: dict) -> Any:
     key = (side.spec, backend)
     if key in cache:
         return cache[key]
-    if side.version_set is not None:
+    b = default_registry().get(backend)
+    if side.image is not None:  # the image's own settings: a host path from worker_env means nothing in its container
+        from gpuenv.images.worker import image_launcher
+
+        if side.image.image.backend != b.name:
+            how: Any = UserError(f"{side.spec} holds backend {side.image.image.backend}'s environment, not {b.name}'s")
+        else:
+            how = image_launcher(side.image, {}, (str(out.resolve()),) if out else ())
+    elif side.version_set is not None:
         vs = side.version_set
-        b = default_registry().get(backend)
         extra = resolve(b.worker_env)() if b.worker_env else {}
-        how: Any = Launcher(str(vs.env_dir / "bin" / "python"), extra,
-                            {"name": vs.label, "python": vs.python, "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(), "path": str(vs.env_dir)})
+        how = Launcher(str(vs.env_dir / "bin" / "python"), extra,
+                       {"name": vs.label, "python": vs.python, "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(), "path": str(vs.env_dir)})
     else:
         how = launcher_or_error(backend, {})
         if side.src is not None and not isinstance(how, UserError):
@@ -246,7 +269,7 @@ def run(mode: Any, plan: Any, sides: list[Side], *, blocks: int, ab_id: str, out
         interrupted = False
         with scratch() as tmp:
             try:
-                hows = [side_launcher(s, item.backend, launchers) for s in sides]
+                hows = [side_launcher(s, item.backend, launchers, out) for s in sides]
                 refused = [(names[j], how) for j, how in enumerate(hows) if isinstance(how, UserError)]
                 for j, how in enumerate(hows):
                     if isinstance(how, UserError):

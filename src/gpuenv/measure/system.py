@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import psutil
@@ -76,7 +77,7 @@ def container() -> dict | None:
         "lock": os.environ.get("GPUENV_LOCK"),
         "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
         "gpuenv_version": os.environ.get("GPUENV_PACKAGE_VERSION"),
-        "git_sha": image_git_sha(),
+        "git_sha": image_git()["sha"],
         "git_dirty": {"1": True, "0": False}.get(os.environ.get("GPUENV_GIT_DIRTY", "")),  # built from uncommitted changes
         "cpu_max": _cgroup_limit("cpu.max"),
         "memory_max": _cgroup_limit("memory.max"),
@@ -118,20 +119,17 @@ def git_sha(start: Path | None = None) -> dict[str, str | bool | None]:
         )
         return {"sha": sha, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
-        # In an image there is no .git: the build records the commit it was built from.
-        # (GPUENV_GIT_DIRTY: "1" when the image was built from a tree with uncommitted changes.)
-        flag = os.environ.get("GPUENV_GIT_DIRTY")
-        return {"sha": image_git_sha(), "dirty": None if not flag else flag == "1"}
+        return image_git()  # in an image there is no .git: the build records the commit it was built from
 
 
-def image_git_sha() -> str | None:
-    """The commit an image was built from (GPUENV_GIT_SHA); None where it is not a commit id
-    ("unknown" in an image built outside a checkout)."""
-
+def image_git(env: Mapping[str, str] = os.environ) -> dict:
+    """where.git of an image's records, from its environment: the commit it was built from
+    (GPUENV_GIT_SHA; None where that is no commit id, "unknown" in an image built outside a checkout)
+    and GPUENV_GIT_DIRTY ("1" when built from a tree with uncommitted changes)."""
     from gpuenv.results.types import GIT_SHA
 
-    sha = os.environ.get("GPUENV_GIT_SHA", "")
-    return sha if re.fullmatch(GIT_SHA, sha) else None
+    sha, flag = env.get("GPUENV_GIT_SHA", ""), env.get("GPUENV_GIT_DIRTY")
+    return {"sha": sha if re.fullmatch(GIT_SHA, sha) else None, "dirty": None if not flag else flag == "1"}
 
 
 MACHINE_NAME_ENV = "GPUENV_MACHINE_NAME"

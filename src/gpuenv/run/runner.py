@@ -88,6 +88,14 @@ class Launcher:
     env: dict[str, str] = field(default_factory=dict)
     environment: dict | None = None  # where.environment of its records (None: the main install)
 
+    def command(self, spec_path: Path, out_path: Path) -> list[str]:
+        """The worker's command line."""
+        return [self.python, "-m", "gpuenv", "worker", str(spec_path), str(out_path)]
+
+    def cleanup(self, spec_path: Path) -> None:
+        """After a worker that did not end cleanly: what killing its process group does not reach
+        (an image side's container). Nothing for a local interpreter."""
+
 
 def launcher(backend: Backend) -> Launcher:
     """The backend's launcher; builds its own environment on first use (UserError if that fails)."""
@@ -117,7 +125,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
     ooms = oom_kills()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            [how.python, "-m", "gpuenv", "worker", str(spec_path), str(out_path)],
+            how.command(spec_path, out_path),
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,
@@ -129,15 +137,15 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            _kill_group(proc, how, spec_path)
             rc, fail = None, failure("timeout", f"timed out after {timeout_s:g} s (hung or too slow); killed", index)
         except KeyboardInterrupt:  # a plain KeyboardInterrupt (no handler installed)
-            _kill_group(proc)
+            _kill_group(proc, how, spec_path)
             raise
         finally:
             INTERRUPT.current = None
         if INTERRUPT.requested:  # the handler killed this worker: stop here, cleanly
-            _kill_group(proc)
+            _kill_group(proc, how, spec_path)
             raise KeyboardInterrupt
     tail = err_path.read_text(errors="replace")[-STDERR_TAIL:]
     try:
@@ -166,7 +174,7 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
     partial.unlink(missing_ok=True)
     if fail is not None:
         fail["stderr_tail"] = tail
-    _kill_group(proc)  # whatever the worker left behind (env subprocesses) goes with it
+    _kill_group(proc, how if rc != 0 else None, spec_path)  # whatever the worker left behind (env subprocesses) goes with it
     return Outcome(index, result, fail, tail)
 
 
@@ -186,12 +194,14 @@ def _oom_killer(rc: int, before: dict[str, int]) -> str:
     return f" from {who}: out of memory ({where}); a smaller num_envs, or memory_limit_mib to find the size that fits"
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, how: Launcher | None = None, spec_path: Path | None = None) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+    if how is not None and spec_path is not None:
+        how.cleanup(spec_path)
 
 
 SCRATCH = "gpuenv-run-"  # + the runner's pid + "-": a case's scratch folder (specs, worker output)
@@ -278,21 +288,23 @@ class RunStopped(UserError):
 
 def backend_where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dict]) -> dict:
     """Provenance of a case: the machine from here; for a backend in its own environment, the package
-    versions and Python of that environment (asked of its interpreter once per run)."""
+    versions and Python of that environment (asked of its interpreter once per run), and for an image
+    side the container it ran in."""
     if how.environment is None:
         return base
-    key = how.python
+    key = json.dumps(how.environment, sort_keys=True)
     if key not in cache:
         o = run_process({"provenance": True}, 0, 300, workdir, how)
         if o.result is None:
             raise UserError(f"environment {how.environment['path']}: gpuenv does not start there ({o.failure and o.failure['reason']})")
         cache[key] = o.result["provenance"]
     theirs = cache[key]
+    inside = {k: theirs["machine"][k] for k in ("in_container", "image", "container") if theirs["machine"].get(k)}
     return {
         **base,
-        "machine": {**base["machine"], "python": theirs["machine"]["python"]},
+        "machine": {**base["machine"], "python": theirs["machine"]["python"], **inside},
         "packages": theirs["packages"],
-        "environment": how.environment,
+        "environment": {**how.environment, "python": how.environment.get("python") or theirs["machine"]["python"]},
     }
 
 
