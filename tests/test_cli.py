@@ -83,6 +83,8 @@ def test_listing_imports_no_backend_library():
     assert "IMPORTED []" in out
     assert "gymnasium" in out and "cartpole" in out and "quick" in out
     assert "environment" in out  # which Python environment each backend's workers use
+    assert "isaacgym" in out and "obtainable" in out and "GPUENV_PLUGINS" in out  # said, not silent (Isaac Gym, legacy)
+    assert "│ own " not in out  # the profile's backend is hidden
 
 
 def test_bench_end_to_end_with_fake_backend(cli, tmp_path):

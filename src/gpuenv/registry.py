@@ -25,6 +25,29 @@ BUILTIN = (
     "gpuenv.backends.mjx",
     "gpuenv.backends.isaaclab",
     "gpuenv.backends.godot",
+    "gpuenv.backends.own",  # hidden: the user's env under `gpuenv profile`
+)
+
+
+@dataclass(frozen=True)
+class Unobtainable:
+    """A simulator the course names that gpuenv cannot install here: listed with why and how a user
+    who has it would add it, instead of silence."""
+
+    name: str
+    description: str
+    why: str
+    how: str
+
+
+UNOBTAINABLE = (
+    Unobtainable(
+        "isaacgym", "Isaac Gym (legacy, Preview 4): NVIDIA's GPU simulator before Isaac Lab",
+        "a manual download behind an NVIDIA developer account (IsaacGym_Preview_4_Package.tar.gz), Python 3.6-3.8 only, "
+        "deprecated for Isaac Lab: no package index has it",
+        "with the tarball: install its python/ folder into a Python 3.8 environment and declare a backend plug-in for it "
+        "(docs/adding-a-backend.md: Environment(python='3.8', lock=...), loaded with GPUENV_PLUGINS=your_module)",
+    ),
 )
 PLUGINS_ENV = "GPUENV_PLUGINS"
 ENTRY_POINTS = "gpuenv.backends"

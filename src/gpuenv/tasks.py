@@ -7,9 +7,14 @@ each real env and check that the observation and action sizes match what is decl
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 
 from gpuenv.errors import UserError
+
+OWN_ENV = "GPUENV_OWN_ENV"  # JSON: the user's own env `gpuenv profile` measures (worker processes inherit it)
+OWN_FAMILY = "your environment"  # the family of that env's task
 
 
 @dataclass(frozen=True)
@@ -39,11 +44,32 @@ TASKS: dict[str, Task] = {
 }
 
 
-def get_task(name: str) -> Task:
+def own_env() -> dict | None:
+    """The user's env that `gpuenv profile` measures, as it described it in GPUENV_OWN_ENV: its task
+    name, spec (a Gymnasium id or module:factory), imports, spaces and identity; None outside a profile."""
+    raw = os.environ.get(OWN_ENV, "")
     try:
+        d = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return d if isinstance(d, dict) and isinstance(d.get("task"), str) and isinstance(d.get("spec"), str) else None
+
+
+def find_task(name: str) -> Task | None:
+    """The catalogue's task, or the user's own env's while `gpuenv profile` measures it; None if neither."""
+    if name in TASKS:
         return TASKS[name]
-    except KeyError:
-        raise UserError(f"unknown task '{name}'; known tasks: {', '.join(TASKS)}") from None
+    own = own_env()
+    if own is not None and own["task"] == name:
+        return Task(name, OWN_FAMILY, f"your environment {own['spec']}", bool(own.get("time_limit_only")))
+    return None
+
+
+def get_task(name: str) -> Task:
+    task = find_task(name)
+    if task is None:
+        raise UserError(f"unknown task '{name}'; known tasks: {', '.join(TASKS)}")
+    return task
 
 
 def task_rank(name: str) -> int:

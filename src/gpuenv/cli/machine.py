@@ -13,7 +13,7 @@ from rich.table import Table
 from gpuenv.cli.common import EXIT_USER_ERROR, app, console, error_line
 from gpuenv.errors import UserError
 from gpuenv.escape import markup, terminal
-from gpuenv.registry import default_registry
+from gpuenv.registry import UNOBTAINABLE, default_registry
 
 
 @app.command("list")
@@ -41,6 +41,8 @@ def list_(
                 env_cell(b),
                 "[green]available[/]" if reason is None else f"[yellow]{markup(reason)}[/]",
             )
+        for u in UNOBTAINABLE:
+            t.add_row(u.name, "-", "GPU", "-", f"[yellow]not obtainable here: {markup(u.why)}[/]; {markup(u.how)}")
         console.print(t)
     if what in ("all", "tasks"):
         t = Table(title="tasks (native env id per backend; - = not offered)", title_justify="left")

@@ -431,6 +431,7 @@ def ab(
     """Compare two sides interleaved (A B B A ...), case by case: a verdict per case from paired blocks; exit 1 on a regression."""
     from gpuenv.history import ab as abm
     from gpuenv.history.compare import check_threshold
+    from gpuenv.measure.fingerprint import runs_machine
     from gpuenv.results.store import new_run_id, prepare_dir
     from gpuenv.run.plan import bench_plan
     from gpuenv.run.runner import INTERRUPT, RunStopped
@@ -474,7 +475,7 @@ def ab(
 
         doc = {"ab": ab_id, "sides": {n: {"spec": s.spec, "label": s.label, "kind": s.kind, "git": s.git}
                                        for n, s in zip(abm.SIDES, sides, strict=True)},
-               "blocks": blocks, "threshold": threshold, "fdr": abm.verdicts.FDR, "machine": abm.machine_line(records),
+               "blocks": blocks, "threshold": threshold, "fdr": abm.verdicts.FDR, "machine": runs_machine(records),
                "records": str(root), "verdicts": [v.to_dict() for v in found], "failed": abm.failed_sides(done)}
         print(json.dumps(doc, indent=1))
     elif md_out:
@@ -510,6 +511,54 @@ def _ab_table(found: list, sides: list, blocks: int) -> Table:
         word = f"[{colour[v.label]}]{v.label}[/]" if v.label in colour else v.label
         t.add_row(v.case_key, a, b, ratio, str(v.pairs), f"{word}\n[dim]{markup(v.why)}[/]")
     return t
+
+
+@app.command()
+def profile(
+    env: Annotated[str, typer.Argument(metavar="ENV", help="your env: a Gymnasium id (CartPole-v1; --import PKG registers yours) or module:factory")],
+    imports: Annotated[list[str] | None, typer.Option("--import", help="a module to import first, which registers your env ids (repeatable)")] = None,
+    time_s: Annotated[float, typer.Option("--time", help="seconds the sweep and the phases may take: no case starts after that")] = 240.0,
+    budget: Annotated[str, typer.Option("--budget", help="the training budget the answer is for, in env steps (1M, 50M), as gpuenv decide")] = "1M",
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the sweep's sizes (1, the cores, 4x and 16x them)")] = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/ (the sweep) and OUT/<run id>/ (the phases)")] = "results/profile",
+) -> None:
+    """Profile your own env: every vectoriser over a num_envs sweep, where a PPO iteration's time goes, the best setting, the training time."""
+    from gpuenv import profile as pm
+    from gpuenv.decide import parse_steps
+    from gpuenv.run.runner import INTERRUPT
+
+    if not 10 <= time_s <= 86_400:
+        raise UserError(f"--time {time_s:g}: give the seconds the profile may take, 10 to 86400 (default 240)")
+    steps = parse_steps(budget)
+    for n in num_envs or []:
+        if not 1 <= n <= 4096:
+            raise UserError(f"--num-envs {n}: give sizes from 1 to 4096")
+    written: list[list[Record]] = []  # per plan run: the sweep, then the phases
+
+    def progress(mode: Any, keys: list[str]) -> Any:
+        written.append([])
+        return case_progress(mode, keys, written[-1])
+
+    def started(p: pm.Profile, keys: list[str]) -> None:
+        o = p.own
+        pkg = f"; {o['identity']['package']} {o['identity']['version']}" if o["identity"].get("package") else ""
+        console.print(f"[bold]gpuenv profile[/] {markup(o['spec'])}: observations {markup(o['spaces']['observation'])}, actions "
+                      f"{markup(o['spaces']['action'])}{markup(pkg)}; {len(keys)} cases, run {p.run_id}, at most {time_s:g} s",
+                      highlight=False)
+
+    with interruptible():
+        try:
+            found = pm.run(env, imports or [], budget_s=time_s, budget_steps=steps, out=out_dir(out), num_envs=num_envs,
+                           progress=progress, on_start=started)
+            INTERRUPT.check()
+        except KeyboardInterrupt:
+            kept = sum(len(w) for w in written)
+            raise Interrupted(f"interrupted by {INTERRUPT.cause()}: the {kept} record(s) written so far are kept in {out_dir(out)}") from None
+    for line in pm.report_lines(found):
+        console.print(line, markup=False, highlight=False)
+    if any(r.status != "ok" for r in found.records):
+        err_console.print("a case failed; its record says why (gpuenv show " + markup(found.run_dir) + ")")
+        raise typer.Exit(EXIT_CASE_FAILED)
 
 
 @app.command(hidden=True)

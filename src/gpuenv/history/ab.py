@@ -31,6 +31,7 @@ from typing import Any
 from gpuenv import envs
 from gpuenv.errors import NoSpace, UserError
 from gpuenv.history import verdicts
+from gpuenv.measure.fingerprint import runs_machine
 from gpuenv.results.schema import Record
 
 SIDES = ("A", "B")
@@ -378,24 +379,12 @@ def pairs_of(records: list[Record]) -> dict[str, list[tuple[Record, Record]]]:
     return out
 
 
-def machine_line(records: list[Record]) -> str:
-    """The machine the run's records name, its reference speed over the cases, and when."""
-    from gpuenv.measure.fingerprint import identity, of
-
-    if not records:
-        return "no records"
-    speeds = [f.python_mops.median for r in records if (f := of(r))]
-    speed = f"reference speed {min(speeds):.3g}-{max(speeds):.3g} Mloops/s over the cases" if speeds else "reference speed not recorded"
-    times = sorted(r.created_utc for r in records)
-    return f"{identity(records[0])}, {speed}, {times[0]} to {times[-1]}"
-
-
 def summary(found: list[verdicts.Verdict], records: list[Record], threshold: float) -> str:
     n = verdicts.counts(found)
     tested = sum(v.label != verdicts.INSUFFICIENT for v in found)
     return (f"{len(found)} cases: " + ", ".join(f"{k} {v}" for k, v in n.items())
             + f". Verdicts: q-values by Benjamini-Hochberg over the {tested} case(s) with {verdicts.MIN_PAIRS}+ pairs "
-            f"(FDR {100 * verdicts.FDR:g}%), threshold {100 * threshold:g}%. Machine: {machine_line(records)}")
+            f"(FDR {100 * verdicts.FDR:g}%), threshold {100 * threshold:g}%. Machine: {runs_machine(records)}")
 
 
 def markdown(found: list[verdicts.Verdict], sides: list[Side], records: list[Record], threshold: float, blocks: int) -> str:

@@ -249,3 +249,13 @@ def footnotes(records: list[R]) -> list[str]:
         out.insert(0, f"these records come from {len(groups)} machines, told apart by identity and reference speed: {parts}; "
                       "rows of different machines are not comparable (gpuenv report draws each on its own page)")
     return out
+
+
+def runs_machine(records: list[RecordBase]) -> str:
+    """The machine some records name, its reference speed over their cases, and when they ran."""
+    if not records:
+        return "no records"
+    speeds = [f.python_mops.median for r in records if (f := of(r))]
+    speed = f"reference speed {min(speeds):.3g}-{max(speeds):.3g} Mloops/s over the cases" if speeds else "reference speed not recorded"
+    times = sorted(r.created_utc for r in records)
+    return f"{identity(records[0])}, {speed}, {times[0]} to {times[-1]}"

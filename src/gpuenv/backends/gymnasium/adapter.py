@@ -8,6 +8,7 @@ process per env, observations through shared memory or pickled through its pipes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -38,21 +39,22 @@ def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
 
 
 class _EnvFn:
-    """Picklable env factory (SubprocVecEnv sends it to the child)."""
+    """Picklable env factory (SubprocVecEnv sends it to the child). `make(env_id, max_episode_steps)`
+    builds one env: gpuenv's catalogue (make_env), or a user's own (gpuenv.backends.own)."""
 
-    def __init__(self, env_id: str, seed: int, max_episode_steps: int | None = None) -> None:
-        self.env_id, self.seed, self.max_episode_steps = env_id, seed, max_episode_steps
+    def __init__(self, env_id: str, seed: int, max_episode_steps: int | None = None, make: Callable[..., gym.Env] = make_env) -> None:
+        self.env_id, self.seed, self.max_episode_steps, self.make = env_id, seed, max_episode_steps, make
 
     def __call__(self) -> gym.Env:
-        env = make_env(self.env_id, self.max_episode_steps)
+        env = self.make(self.env_id, self.max_episode_steps)
         env.reset(seed=self.seed)
         return env
 
 
 class GymnasiumStepper:
-    def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
+    def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False, make: Callable[..., gym.Env] = make_env) -> None:
         limit = NO_TIME_LIMIT if no_time_limit else None
-        fns: list[Any] = [_EnvFn(native.env_id, case.seed + i, limit) for i in range(case.num_envs)]
+        fns: list[Any] = [_EnvFn(native.env_id, case.seed + i, limit, make) for i in range(case.num_envs)]
         details: dict = {"vectoriser": case.variant}
         self.env: Any
         if case.variant == "subproc":

@@ -97,10 +97,14 @@ def shared_definition(task: str, backend: str, variant: str) -> tuple[dict, str]
     """(hyperparameters, where they come from) of the task's shared PPO definition, or None."""
     from gpuenv.registry import default_registry
     from gpuenv.suites import load_any
+    from gpuenv.tasks import OWN_FAMILY, find_task
 
     _, suite = load_any(SHARED_PPO_SUITE, default_registry())
     cases = [c for c in suite.cases if c.trainer == "sb3" and c.task == task]
     cases.sort(key=lambda c: (c.backend != backend, c.variant != variant))  # this backend's own case first
+    own = find_task(task)
+    if not cases and own is not None and own.family == OWN_FAMILY:  # a user's env (gpuenv profile): SB3's own defaults
+        return {}, "SB3 PPO's defaults (MlpPolicy): your env has no definition in suites/ppo.toml"
     if not cases:
         return None
     c = cases[0]
@@ -285,7 +289,7 @@ def measure_phases(
 ) -> dict:
     """{phase: {"env_steps_per_s": [...], "how": ..., ...} | {"absent": why} | {"failed": error}};
     `done(out)` after each phase (the worker keeps what is measured so far)."""
-    from gpuenv.tasks import TASKS
+    from gpuenv.tasks import find_task
 
     out: dict[str, dict] = {}
     policy: _Policy | Exception | None = None  # built once; an error building it is kept, not retried
@@ -293,7 +297,7 @@ def measure_phases(
     for name in phases["names"]:
         try:
             if name == "step":
-                task = TASKS.get(case.task)
+                task = find_task(case.task)
                 if task is None or not task.time_limit_only:
                     raise Absent(f"{case.task} ends episodes on a termination condition, so removing the time limit "
                                  "does not suppress resets")

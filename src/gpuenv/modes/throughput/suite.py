@@ -32,7 +32,7 @@ from gpuenv.errors import UserError
 from gpuenv.modes.base import CaseItem, Plan
 from gpuenv.registry import Registry
 from gpuenv.suites import at_most, str_list, unknown_keys
-from gpuenv.tasks import TASKS, get_task
+from gpuenv.tasks import TASKS, find_task, get_task
 
 # Env i of a case is seeded seed + i, and EnvPool and NumPy's legacy seeding take 32-bit signed
 # seeds: leave room for 2^20 envs below 2^31.
@@ -152,7 +152,7 @@ def load_suite(path: Path, data: dict, registry: Registry) -> Suite:
                 raise UserError(f"{where}: {e}") from None
         tasks = str_list(t, "tasks", str, where)
         for task in tasks:
-            if task not in TASKS:
+            if find_task(task) is None:
                 raise UserError(f"{where}: unknown task '{task}' (known: {', '.join(TASKS)})")
         num_envs = str_list(t, "num_envs", int, where)
         if min(num_envs) < 1:

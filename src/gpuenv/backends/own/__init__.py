@@ -1,0 +1,53 @@
+"""Your own environment, as `gpuenv profile ENV` measures it: a Gymnasium id (registered by the
+modules named with --import) or a `module:factory` entry point, vectorised the ways the gymnasium
+backend vectorises the catalogue's envs. Its one task is the env `gpuenv profile` describes in
+GPUENV_OWN_ENV (gpuenv.tasks.own_env), which its worker processes inherit; without it, it has none.
+Hidden: runnable by name, never listed or picked for a suite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuenv.backends.spec import Backend, NativeTask, PpoEnv
+from gpuenv.tasks import own_env
+
+VARIANTS = ("dummy", "subproc", "sync", "async")
+
+
+def native_task(own: dict) -> NativeTask:
+    return NativeTask(env_id=own["spec"], control_dt_s=None, frame_skip=1, physics_dt_s=None,
+                      episode_steps=int(own.get("episode_steps") or 0), obs_shape=tuple(own["obs_shape"]),
+                      action_kind=own["action_kind"], action_size=int(own["action_size"]),
+                      notes="; ".join(filter(None, ["your environment" + (f" (imports {', '.join(own['imports'])})" if own.get("imports") else ""),
+                                                    own.get("episode_note")])))
+
+
+def declare() -> Backend:
+    own = own_env()
+    return Backend(
+        name="own",
+        adapter="gpuenv.backends.own.adapter",
+        requires=("gymnasium", "stable_baselines3"),
+        extra="gymnasium",
+        variants=VARIANTS,
+        description="your own Gymnasium env (gpuenv profile ENV), in SB3's and Gymnasium's vectorisers",
+        variant_notes={
+            "dummy": "SB3 DummyVecEnv, all envs in one process, stepped in turn",
+            "subproc": "SB3 SubprocVecEnv, one process per env",
+            "sync": "Gymnasium SyncVectorEnv (next-step autoreset)",
+            "async": "Gymnasium AsyncVectorEnv, one process per env, shared memory (next-step autoreset)",
+        },
+        baseline="subproc",
+        packages=("gymnasium", "stable-baselines3", "torch"),
+        library="gymnasium",
+        tasks={own["task"]: native_task(own)} if own else {},
+        ppo_env=PpoEnv("gpuenv.backends.own.ppo:make_vecenv", variants=("dummy", "subproc"), eval_variant="dummy"),
+        hidden=True,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """BACKEND is declared anew on each read: the env it offers is the one GPUENV_OWN_ENV names now."""
+    if name == "BACKEND":
+        return declare()
+    raise AttributeError(name)
