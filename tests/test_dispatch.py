@@ -172,13 +172,17 @@ def test_an_edited_state_file_cannot_start_a_program_or_write_elsewhere(tmp_path
     malformed one is one line, never a traceback."""
     from gpuenv import envs
 
+    # a local dispatch whose job id is no process (above the kernel's pid_max): --attach sees it ended at once,
+    # where a Slurm job id sacct has not seen yet would be waited for (a real Slurm here numbers its own jobs)
+    job = "90000041"
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     env_python = envs.cache_root() / "abc" / "bin" / "python"  # a real environment's: a link to its base interpreter
     env_python.parent.mkdir(parents=True)
     env_python.symlink_to(sys.executable)
     run = tmp_path / "R1"
     run.mkdir()
-    good = dsp.Dispatch("R1", "smoke", "/etc", dsp.Options(), [dsp.Task(0, "envpool", ["k"], "41_0", python=str(env_python))])
+    good = dsp.Dispatch("R1", "smoke", "/etc", dsp.Options(executor="local"), [dsp.Task(0, "envpool", ["k"], job + "_0", python=str(env_python))])
     good.out = str(run)
     good.save()
     loaded = dsp.Dispatch.load(run)
@@ -188,8 +192,8 @@ def test_an_edited_state_file_cannot_start_a_program_or_write_elsewhere(tmp_path
     for edit, needle in [
         ({"tasks": [{**task, "python": "/bin/sh"}]}, "would start '/bin/sh', which is not one of gpuenv's environments"),
         ({"tasks": [{**task, "python": str(env_python.parent / ".." / ".." / ".." / ".." / "sh")}]}, "not one of gpuenv's environments"),
-        ({"tasks": [{**task, "job_id": "41_0; rm -rf /"}]}, "tasks.0.job_id: String should match pattern"),
-        ({"tasks": [{**task, "job_id": ["41"]}]}, "tasks.0.job_id"),
+        ({"tasks": [{**task, "job_id": job + "_0; rm -rf /"}]}, "tasks.0.job_id: String should match pattern"),
+        ({"tasks": [{**task, "job_id": [job]}]}, "tasks.0.job_id"),
         ({"tasks": [{**task, "python": 5}]}, "tasks.0.python"),
         ({"run_id": "../other"}, "run_id: String should match pattern"),
         ({"run_id": "R2"}, "is not the folder's name"),
@@ -208,8 +212,8 @@ def test_an_edited_state_file_cannot_start_a_program_or_write_elsewhere(tmp_path
     assert dsp.Dispatch.load(run).out == str(run)  # records go where the state was found
     (tmp_path / "R3").mkdir()
     (tmp_path / "R3" / dsp.STATE).write_text("[1, 2]")  # another folder's broken state: passed over by --attach
-    assert dsp.find_job(tmp_path, "41") == run
-    r = cli("dispatch", "--attach", "41", "--out", str(tmp_path), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert dsp.find_job(tmp_path, job) == run
+    r = cli("dispatch", "--attach", job, "--out", str(tmp_path), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert "Traceback" not in r.stderr
     r = cli("dispatch", "--executor", "local", "--image", "-v/:/host", "--container", "docker", "--suite", "smoke", "--dry-run")
     assert r.returncode == 2 and "not an image reference" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -72,6 +72,7 @@ def test_profile_of_a_slow_env_entry_point_finds_the_simulator_is_the_bottleneck
     assert env["spec"] == "mypkg.envs:make_env" and env["module"] == "mypkg.envs" and len(env["module_sha256"]) == 64
 
 
+@pytest.mark.serial  # PPO's learning on torch's 2 threads slows 10x beside another test's load (CI once read 15 ms a sample)
 def test_a_slow_env_alone_is_its_own_bottleneck(cli, tmp_path):
     """One env in-process (DummyVecEnv, 1 env): its 2 ms step outweighs inference and PPO's learning."""
     r = cli("profile", "mypkg.envs:make_env", "--num-envs", "1", "--out", str(tmp_path / "o"), env=PKG, timeout=600)
