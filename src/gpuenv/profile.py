@@ -210,7 +210,7 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
     progress = progress or quiet
     from gpuenv.results.store import new_run_id, prepare_dir
     from gpuenv.run.plan import bench_plan
-    from gpuenv.run.runner import CaseStart, run_plan
+    from gpuenv.run.runner import CaseDone, CaseStart, run_plan
     from gpuenv.tasks import OWN_ENV
 
     deadline = time.monotonic() + budget_s
@@ -233,13 +233,12 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
             def watch(e: Any) -> None:
                 if isinstance(e, CaseStart) and time.monotonic() > deadline:
                     raise BudgetSpent
+                if isinstance(e, CaseDone):
+                    prof.records.append(e.record)
                 on_event(e)
 
-            prof.records = [rec for rec, _path in run_plan(bp.mode, bp.plan, run_id=run_id, out_dir=run_dir, on_event=watch)]
+            run_plan(bp.mode, bp.plan, run_id=run_id, out_dir=run_dir, on_event=watch)
     except BudgetSpent:
-        from gpuenv.results.schema import read
-
-        prof.records = [read(path) for path in sorted(run_dir.glob("*.json"))]
         done = {r.case_key for r in prof.records}
         prof.not_run = [item.key for item in bp.plan.items if item.key not in done]
     ok = [r for r in prof.records if r.status == "ok" and r.case.variant in POLICY_VARIANTS]
@@ -254,7 +253,7 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
             for rec, _path in run_plan(pp.mode, pp.plan, run_id=prof.phases_run_id, out_dir=phase_dir, on_event=on_event):
                 prof.phases = rec
     elif ok:
-        prof.notes.append(f"no phases: the budget ({budget_s:g} s) was spent by the sweep; --budget {int(budget_s * 2)} leaves time for them")
+        prof.notes.append(f"no phases: the budget ({budget_s:g} s) was spent by the sweep; --time {int(budget_s * 2)} leaves time for them")
     else:
         prof.notes.append("no phases: no DummyVecEnv or SubprocVecEnv case ran ok (the shared PPO trainer runs those)")
     return analyse(prof)

@@ -69,6 +69,7 @@ def container() -> dict | None:
     lock = Path("/opt/gpuenv/lock.txt")
     import hashlib
 
+    built = image_git()
     return {
         "image": os.environ.get("GPUENV_IMAGE"),
         "ref": os.environ.get("GPUENV_IMAGE_REF"),  # passed by `gpuenv bench-image`; absent for a plain docker run
@@ -77,8 +78,8 @@ def container() -> dict | None:
         "lock": os.environ.get("GPUENV_LOCK"),
         "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
         "gpuenv_version": os.environ.get("GPUENV_PACKAGE_VERSION"),
-        "git_sha": image_git()["sha"],
-        "git_dirty": {"1": True, "0": False}.get(os.environ.get("GPUENV_GIT_DIRTY", "")),  # built from uncommitted changes
+        "git_sha": built["sha"],
+        "git_dirty": built["dirty"],  # built from uncommitted changes
         "cpu_max": _cgroup_limit("cpu.max"),
         "memory_max": _cgroup_limit("memory.max"),
     }
@@ -128,8 +129,8 @@ def image_git(env: Mapping[str, str] = os.environ) -> dict:
     and GPUENV_GIT_DIRTY ("1" when built from a tree with uncommitted changes)."""
     from gpuenv.results.types import GIT_SHA
 
-    sha, flag = env.get("GPUENV_GIT_SHA", ""), env.get("GPUENV_GIT_DIRTY")
-    return {"sha": sha if re.fullmatch(GIT_SHA, sha) else None, "dirty": None if not flag else flag == "1"}
+    sha = env.get("GPUENV_GIT_SHA", "")
+    return {"sha": sha if re.fullmatch(GIT_SHA, sha) else None, "dirty": {"1": True, "0": False}.get(env.get("GPUENV_GIT_DIRTY", ""))}
 
 
 MACHINE_NAME_ENV = "GPUENV_MACHINE_NAME"

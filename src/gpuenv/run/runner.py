@@ -174,7 +174,9 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
     partial.unlink(missing_ok=True)
     if fail is not None:
         fail["stderr_tail"] = tail
-    _kill_group(proc, how if rc != 0 else None, spec_path)  # whatever the worker left behind (env subprocesses) goes with it
+    # whatever the worker left behind (env subprocesses) goes with it; a container only after an unclean end
+    # (rc None: a timeout, whose kill above already cleaned up)
+    _kill_group(proc, how if rc else None, spec_path)
     return Outcome(index, result, fail, tail)
 
 

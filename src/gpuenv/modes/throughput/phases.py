@@ -102,10 +102,10 @@ def shared_definition(task: str, backend: str, variant: str) -> tuple[dict, str]
     _, suite = load_any(SHARED_PPO_SUITE, default_registry())
     cases = [c for c in suite.cases if c.trainer == "sb3" and c.task == task]
     cases.sort(key=lambda c: (c.backend != backend, c.variant != variant))  # this backend's own case first
-    own = find_task(task)
-    if not cases and own is not None and own.family == OWN_FAMILY:  # a user's env (gpuenv profile): SB3's own defaults
-        return {}, "SB3 PPO's defaults (MlpPolicy): your env has no definition in suites/ppo.toml"
     if not cases:
+        own = find_task(task)
+        if own is not None and own.family == OWN_FAMILY:  # a user's env (gpuenv profile): SB3's own defaults
+            return {}, "SB3 PPO's defaults (MlpPolicy): your env has no definition in suites/ppo.toml"
         return None
     c = cases[0]
     return dict(c.hyperparams), f"suites/{SHARED_PPO_SUITE}.toml case {c.key}"
