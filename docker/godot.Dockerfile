@@ -1,8 +1,15 @@
-# gpuenv/godot: Godot 3.2 headless (Debian's godot3-server, pinned) with gpuenv's BallChase and
-# godot-rl's client (locked without its pins), Stable-Baselines3 for PPO.
-# Build: gpuenv images build godot. Run: docker run --rm gpuenv/godot bench --backend godot
+# gpuenv/godot: Godot 4.6 (Debian sid's godot, GodotPhysics and Jolt) and Godot 3.2 headless (Debian
+# bookworm's godot3-server, pinned) with gpuenv's BallChase for both, godot-rl's client (locked
+# without its pins) and Stable-Baselines3 for PPO.
+# Build: gpuenv images build godot. Run: docker run --rm gpuenv/godot bench --suite godot
 # BASE is gpuenv/base (docker/base.Dockerfile, itself pinned by tag and digest), built first.
+# GODOT4_BASE is Debian sid with godot, made by gpuenv before the build (debootstrap, or this
+# machine's /opt/gpuenv-godot4: gpuenv.images.base.sid_godot); only Godot and its libraries are copied.
 ARG BASE=gpuenv/base:latest
+ARG GODOT4_BASE=gpuenv/local-sid-godot4:latest
+# hadolint ignore=DL3006
+FROM ${GODOT4_BASE} AS godot4
+
 # hadolint ignore=DL3006
 FROM ${BASE}
 
@@ -15,12 +22,16 @@ ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ARG LOCK=docker/locks/godot.txt
 ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
-      org.gpuenv.backend="godot"
+      org.gpuenv.backend="godot4"
 
-# Debian bookworm's headless Godot server, at the version the backend was measured with.
+# Debian bookworm's headless Godot 3.2 server, at the version the godot backend was measured with.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends godot3-server=3.2.3-stable-1+b3 \
     && rm -rf /var/lib/apt/lists/*
+
+# Godot 4 with sid's libc and libraries, run through sid's own loader (the godot4 launcher below).
+COPY --from=godot4 /usr/lib/x86_64-linux-gnu /opt/gpuenv-godot4/usr/lib/x86_64-linux-gnu
+COPY --from=godot4 /usr/bin/godot /opt/gpuenv-godot4/usr/bin/godot
 
 # Every package from the hash-locked lock file (make locks); torch is the CPU wheel (SB3 trains on CPU).
 COPY ${LOCK} /opt/gpuenv/lock.txt
@@ -36,6 +47,8 @@ RUN --mount=type=bind,source=docker/wheels,target=/wheels \
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
+# The godot4 launcher on PATH (the same one `make install` writes on a host), checked by running it.
+RUN python3 -m gpuenv.backends.godot4.runtime && godot4 --headless --version
 ENV GPUENV_IMAGE=godot \
     GPUENV_GIT_SHA=${GIT_SHA} \
     GPUENV_GIT_DIRTY=${GIT_DIRTY} \

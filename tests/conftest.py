@@ -34,6 +34,7 @@ XDIST_GROUPS = {
     "test_gpu_images.py": "machine",
     "test_images_real.py": "machine",
     "test_godot.py": "machine",
+    "test_godot4.py": "machine",
     "test_isaaclab.py": "isaaclab",
     "test_dispatch.py": "slurm",
 }
@@ -127,3 +128,55 @@ def build_images(names: tuple[str, ...], timeout: float = 3600) -> dict[str, str
         assert out.returncode == 0, out.stderr
         ids[b] = out.stdout.strip()
     return ids
+
+
+def godot_processes() -> set[int]:
+    """Live Godot processes of either engine: godot3-server by name, Godot 4 by the binary in its
+    command line (the godot4 launcher execs sid's loader, whose name the process takes)."""
+    import psutil
+
+    out = set()
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if "godot" in (p.info["name"] or "") or any(a.endswith("/usr/bin/godot") for a in p.info["cmdline"] or []):
+                out.add(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def kill_gpuenv_mid_case(tmp_path: Path, backend: str) -> tuple[set[int], set[int]]:
+    """Start `gpuenv bench` on BACKEND at 32 envs (two Godot processes), kill -9 gpuenv once both run;
+    (the Godot processes it started, those of them still alive 10 s later)."""
+    import time
+
+    suite = write_suite(tmp_path / "g.toml", f"""
+[measure]
+processes = 1
+values = 50
+warmups = 1
+min_time_s = 2.0
+chunk_steps = 10
+timeout_s = 600
+[[matrix]]
+backends = ["{backend}"]
+tasks = ["ballchase"]
+num_envs = [32]
+""")
+    before = godot_processes()
+    with open(tmp_path / "log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "gpuenv", "bench", "--suite", str(suite), "--out", str(tmp_path / "out")],
+                                cwd=ROOT, stdout=log, stderr=log)
+        deadline = time.time() + 120
+        while len(godot_processes() - before) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        started = godot_processes() - before
+        proc.kill()
+        proc.wait(timeout=30)
+    assert len(started) == 2, (tmp_path / "log").read_text()
+    deadline = time.time() + 10
+    while godot_processes() & started and time.time() < deadline:
+        time.sleep(0.1)
+    return started, godot_processes() & started

@@ -19,6 +19,7 @@ from conftest import ROOT
 from dockerfile_parse import DockerfileParser
 
 from gpuenv.images import BASE_TAG, CUDA_MIN_DRIVER, bake, bake_text, base_of, images, locked_versions, pinned_base
+from gpuenv.images.catalogue import froms as catalogue_froms
 from gpuenv.results.schema import load
 
 IMAGES = images()
@@ -48,7 +49,12 @@ def test_hadolint_clean(path):
 def test_base_images_are_pinned_by_tag_and_digest(path):
     froms = [i["value"].split()[0] for i in parsed(path).structure if i["instruction"] == "FROM"]
     assert froms, path
-    image = base_of(path)  # FROM ${ARG}: the ARG's default
+    # An earlier stage's base is pinned by digest too, or made by gpuenv before the build (Image.stages:
+    # the godot image's debootstrapped Debian sid with Godot 4), its build arg passed by `images build`.
+    made = {arg for img in IMAGES.values() if img.dockerfile == str(path.relative_to(ROOT)) for arg, _ in img.stages}
+    for ref, line in zip(catalogue_froms(path)[:-1], froms[:-1]):
+        assert DIGEST.match(ref) or line.strip("${}") in made, f"{path.name}: stage FROM {ref} is neither pinned nor made by gpuenv"
+    image = base_of(path)  # the final stage's FROM ${ARG}: the ARG's default
     if image == BASE_TAG:  # gpuenv/base, built first from docker/base.Dockerfile (checked itself)
         target = bake()["target"][path.name.removesuffix(".Dockerfile")]
         assert target["contexts"] == {"base": "target:base"} and target["args"]["BASE"] == "base"

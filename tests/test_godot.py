@@ -4,15 +4,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
-from conftest import ROOT, write_suite
+from conftest import godot_processes, kill_gpuenv_mid_case
 
 from gpuenv.errors import Unsupported
 from gpuenv.registry import default_registry
@@ -24,17 +20,6 @@ if default_registry().get("godot").unavailable_reason():
     pytest.skip(default_registry().get("godot").unavailable_reason() or "", allow_module_level=True)
 
 from gpuenv.backends.godot.adapter import GodotPool, flags, layout  # noqa: E402
-
-
-def godot_processes() -> set[int]:
-    out = set()
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if p.info["name"] and "godot" in p.info["name"] and p.info["status"] != psutil.STATUS_ZOMBIE:
-                out.add(p.pid)
-        except psutil.Error:
-            continue
-    return out
 
 
 def test_variants_and_layout():
@@ -109,34 +94,8 @@ def test_bench_prints_realtime_and_uncapped_with_the_bottleneck_named(cli, tmp_p
 
 
 def test_killing_gpuenv_during_a_godot_case_leaves_no_godot_behind(tmp_path):
-    suite = write_suite(tmp_path / "g.toml", """
-[measure]
-processes = 1
-values = 50
-warmups = 1
-min_time_s = 2.0
-chunk_steps = 10
-timeout_s = 600
-[[matrix]]
-backends = ["godot:realtime"]
-tasks = ["ballchase"]
-num_envs = [32]
-""")
-    before = godot_processes()
-    with open(tmp_path / "log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gpuenv", "bench", "--suite", str(suite), "--out", str(tmp_path / "out")],
-                                cwd=ROOT, stdout=log, stderr=log)
-        deadline = time.time() + 120
-        while len(godot_processes() - before) < 2 and time.time() < deadline:
-            time.sleep(0.1)
-        started = godot_processes() - before
-        assert len(started) == 2, (tmp_path / "log").read_text()
-        proc.kill()
-        proc.wait(timeout=30)
-    deadline = time.time() + 10
-    while godot_processes() & started and time.time() < deadline:
-        time.sleep(0.1)
-    assert not godot_processes() & started, "a Godot server outlived gpuenv"
+    started, left = kill_gpuenv_mid_case(tmp_path, "godot:realtime")
+    assert started and not left, "a Godot process outlived gpuenv"
 
 
 def test_ppo_on_ballchase_reaches_its_threshold(cli, tmp_path):

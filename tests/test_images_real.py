@@ -24,6 +24,8 @@ if not ENGINE:
     pytest.skip("no Docker engine running here (client only, or none): .ci/run starts Debian's dockerd", allow_module_level=True)
 
 CPU_IMAGES = ("gymnasium", "envpool", "godot")
+# the backends each image's smoke run covers: gpuenv/godot carries Godot 4.6 (godot4) and Godot 3.2 (godot)
+RUNS = {"gymnasium": ("gymnasium",), "envpool": ("envpool",), "godot": ("godot4", "godot")}
 
 
 @pytest.fixture(scope="module")
@@ -34,20 +36,24 @@ def built() -> dict[str, str]:
 
 @pytest.mark.parametrize("backend", CPU_IMAGES)
 def test_smoke_suite_runs_in_the_image_offline_as_another_uid(built, backend, tmp_path):
+    backends = [a for b in RUNS[backend] for a in ("--backend", b)]
     results = tmp_path / "results"
     results.mkdir()
     os.chmod(results, 0o777)
     r = subprocess.run(
         [DOCKER, "run", "--rm", "--network", "none", "--user", "1234:1234", "-e", f"GPUENV_IMAGE_ID={built[backend]}",
          "-v", f"{results}:/home/gpuenv/results", f"gpuenv/{backend}:latest", "bench", "--suite", "smoke",
-         "--backend", backend, "--out", "results/local"],
+         *backends, "--out", "results/local"],
         capture_output=True, text=True, timeout=1200,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Traceback" not in r.stderr
     records = [load(p) for p in results.rglob("*.json")]
     assert records and all(rec["status"] == "ok" for rec in records), [rec["failure"] for rec in records]
-    assert {rec["case"]["backend"] for rec in records} == {backend}
+    assert {rec["case"]["backend"] for rec in records} == set(RUNS[backend])
+    godot4 = [rec["what"]["details"] for rec in records if rec["case"]["backend"] == "godot4"]
+    assert all(d["engine"].startswith("Godot 4.") for d in godot4)  # the image's Godot 4 runs, as uid 1234
+    assert {d["physics_engine"] for d in godot4} == ({"GodotPhysics3D", "Jolt Physics"} if godot4 else set())
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lock_sha = hashlib.sha256((ROOT / "docker" / "locks" / f"{backend}.txt").read_bytes()).hexdigest()
     for rec in records:

@@ -25,6 +25,7 @@ BUILTIN = (
     "gpuenv.backends.mjx",
     "gpuenv.backends.isaaclab",
     "gpuenv.backends.godot",
+    "gpuenv.backends.godot4",
     "gpuenv.backends.own",  # hidden: the user's env under `gpuenv profile`
 )
 

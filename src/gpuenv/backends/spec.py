@@ -63,6 +63,9 @@ class Image:
     # Disk its build needs free where Docker keeps images (GB): the image and, while pip installs, the
     # downloaded wheels, measured on this project's machines (docs/images.md); None: never measured.
     build_gb: float | None = None
+    # Build stages whose base gpuenv makes before the build: (build arg, "module:function"(docker) -> image
+    # reference), e.g. a debootstrapped Debian tree no registry has (the godot image's Godot 4 stage).
+    stages: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,10 @@ with this machine's Python where an image wants another version)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-from gpuenv.images.catalogue import DEBIAN_MIRROR, LOCAL_BASE, pinned_base
+from gpuenv.images.catalogue import LOCAL_BASE, pinned_base
 from gpuenv.images.engine import _run, envs_last
 
 
@@ -74,19 +73,45 @@ def build_local_base(docker: str) -> None:
     as LOCAL_BASE: a stand-in for python:3.11-slim-bookworm where Docker Hub is out of reach."""
     import tempfile
 
-    from gpuenv.errors import UserError
+    from gpuenv.debian import debootstrap
 
-    if not shutil.which("debootstrap"):
-        raise UserError("the pinned python base cannot be pulled and debootstrap is missing: apt-get install debootstrap")
-    if os.geteuid() != 0:
-        raise UserError("the pinned python base cannot be pulled; making a local one with debootstrap needs root")
     with tempfile.TemporaryDirectory(prefix="gpuenv-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
-        r = _run(["debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm", str(root), DEBIAN_MIRROR], timeout=1800)
-        if r.returncode != 0:
-            raise UserError(f"debootstrap of the local base failed: {envs_last(r)}")
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run([docker, "import", "--change", 'CMD ["/bin/bash"]', "-", LOCAL_BASE], stdin=tar.stdout, capture_output=True, text=True)
-        tar.wait()
-        if imp.returncode != 0 or tar.returncode != 0:
-            raise UserError(f"docker import of the local base failed: {envs_last(imp)}")
+        debootstrap("bookworm", root, ("python3", "python3-venv", "ca-certificates"), "the local python base")
+        import_tree(docker, root, LOCAL_BASE)
+
+
+def import_tree(docker: str, root: Path, tag: str) -> None:
+    """`docker import` a directory tree as image `tag` (its shell the default command)."""
+    from gpuenv.errors import UserError
+
+    tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+    imp = subprocess.run([docker, "import", "--change", 'CMD ["/bin/bash"]', "-", tag], stdin=tar.stdout, capture_output=True, text=True)
+    tar.wait()
+    if imp.returncode != 0 or tar.returncode != 0:
+        raise UserError(f"docker import of {tag} failed: {envs_last(imp)}")
+
+
+LOCAL_SID_GODOT = "gpuenv/local-sid-godot4:latest"
+
+
+def sid_godot(docker: str) -> str:
+    """The godot image's Godot 4 stage: Debian sid with `godot` (4.6; no stable suite has it, and sid
+    moves daily, so there is no digest worth pinning: the records carry the Godot version that ran).
+    This machine's runtime tree where it has one (`make install`), else a fresh debootstrap; imported
+    once as LOCAL_SID_GODOT and reused until removed."""
+    import tempfile
+
+    from gpuenv.backends.godot4.runtime import PACKAGES, RUNTIME, SUITE
+    from gpuenv.debian import debootstrap
+
+    if _run([docker, "image", "inspect", LOCAL_SID_GODOT]).returncode == 0:
+        return LOCAL_SID_GODOT
+    if (RUNTIME / "usr/bin/godot").is_file():
+        import_tree(docker, RUNTIME, LOCAL_SID_GODOT)
+        return LOCAL_SID_GODOT
+    with tempfile.TemporaryDirectory(prefix="gpuenv-rootfs-") as tmp:
+        root = Path(tmp) / "rootfs"
+        debootstrap(SUITE, root, PACKAGES, "the Godot 4 stage of its image")
+        import_tree(docker, root, LOCAL_SID_GODOT)
+    return LOCAL_SID_GODOT

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuenv.backends.spec import resolve
 from gpuenv.images.base import base_image
 from gpuenv.images.catalogue import (
     BASE_TAG,
@@ -47,9 +48,11 @@ def _ca_bundle() -> str | None:
     return None
 
 
-def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: list[str] | None = None) -> list[tuple[str, list[str]]]:
+def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: list[str] | None = None,
+                   stages: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
     """(image, docker build argv) in dependency order: gpuenv/base first where a named image needs it.
-    bases: {pinned python base: the reference to build on} (the pinned one itself, or a local stand-in)."""
+    bases: {pinned python base: the reference to build on} (the pinned one itself, or a local stand-in);
+    stages: {build arg: image} for the stages gpuenv made first (Image.stages; absent: the Dockerfile's default)."""
     from gpuenv import __version__
     from gpuenv.measure.system import git_sha
 
@@ -70,6 +73,7 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
         tags = [f"{img.tag}:latest"]
         pinned = python_base_of(img)
         base = bases.get(pinned, pinned) if pinned else base_of(ROOT / img.dockerfile)
+        args.update({arg: (stages or {})[arg] for arg, _ in img.stages if arg in (stages or {})})
         if img.base_target:
             args["BASE"] = BASE_TAG
         elif pinned:  # its own python base (another Python version): the pinned one or its stand-in
@@ -144,9 +148,14 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
     for pinned, python in python_bases(names).items():
         bases[pinned], source = base_image(docker, pinned, python)
         say(f"base image: {bases[pinned]} ({source})")
+    stages = {}
+    for img in [get_image(n) for n in names] if names else list(images().values()):
+        for arg, maker in img.stages:
+            stages[arg] = resolve(maker)(docker)
+            say(f"stage {arg}: {stages[arg]}")
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     out: list[Built] = []
-    for name, cmd in build_commands(names, docker, bases, pins):
+    for name, cmd in build_commands(names, docker, bases, pins, stages):
         ref = cmd[cmd.index("-t") + 1]
         # Before each build, as the ones before it took their space; a rebuild of an image that is
         # here mostly reuses its layers, so it is not held to the whole figure.

@@ -111,15 +111,24 @@ def locked_versions(image: Image) -> dict[str, str]:
 
 
 def base_of(dockerfile: Path) -> str:
-    """The image a Dockerfile's first FROM names (an ARG it names resolved to the ARG's default)."""
+    """The image a Dockerfile's last FROM names, the final stage's (an ARG it names resolved to the
+    ARG's default): earlier stages only lend it files."""
+    return froms(dockerfile)[-1]
+
+
+def froms(dockerfile: Path) -> list[str]:
+    """The image each FROM of a Dockerfile names, in order (ARGs resolved to their defaults)."""
     lines = dockerfile.read_text().splitlines()
     defaults = {ln.split()[1].split("=", 1)[0]: ln.split("=", 1)[1] for ln in lines if ln.startswith("ARG ") and "=" in ln}
+    out = []
     for line in lines:
         if line.strip().upper().startswith("FROM "):
             ref = line.split()[1]
             m = re.fullmatch(r"\$\{(\w+)\}", ref)
-            return defaults.get(m.group(1), ref) if m else ref
-    raise ValueError(f"{dockerfile} has no FROM")
+            out.append(defaults.get(m.group(1), ref) if m else ref)
+    if not out:
+        raise ValueError(f"{dockerfile} has no FROM")
+    return out
 
 
 def image_labels(img: Image) -> dict[str, str]:
@@ -180,7 +189,6 @@ LOCAL_WHEELS = Path("/opt/wheels")  # a host's local wheel directory (the CPU to
 BUILD_WHEELS = DOCKER / "wheels"  # the build context's wheel directory (RUN --mount=type=bind)
 
 
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 
 def pinned_base(dockerfile: Path | None = None) -> str:

@@ -16,7 +16,7 @@ and action_repeat for the sweep in the throughput suite.
 
 from __future__ import annotations
 
-from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv
+from gpuenv.backends.spec import Backend, NativeTask, PpoEnv
 
 AGENTS_PER_PROCESS = 16
 DEFAULT_SPEEDUP = 20
@@ -55,7 +55,6 @@ BACKEND = Backend(
         ),
     },
     ppo_env=PpoEnv("gpuenv.backends.godot.ppo:make_vecenv", variants=("uncapped", "realtime")),
-    image=Image("Godot 3.2 headless (godot3-server) + godot-rl's client, SB3", ("ppo",), None, "docker/godot.Dockerfile",
-                no_deps=("godot-rl==0.8.2",)),
+    # its image is the godot4 backend's gpuenv/godot, which carries both engines
     decision_row="course",  # the course's decision table names it (gpuenv decide)
 )

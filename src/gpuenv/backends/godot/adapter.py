@@ -28,6 +28,7 @@ from gpuenv.errors import Unsupported, UserError
 
 PROJECT = Path(__file__).resolve().parent / "project"
 PROGRAM = "godot3-server"
+INSTALL = "apt-get install godot3-server"
 RESET_MODE = ("Godot resets a finished agent itself inside the step; the observation sent with done is the next "
               "episode's first, the final one comes in info (gpuenv's sync node; godot-rl's own plugin sends none)")
 
@@ -68,6 +69,17 @@ def layout(num_envs: int) -> tuple[int, int]:
     return AGENTS_PER_PROCESS, num_envs // AGENTS_PER_PROCESS
 
 
+@dataclass(frozen=True)
+class Launch:
+    """Which Godot runs which project: Godot 3.2's server and the 3.2 project here; the godot4
+    backend passes its own (a Godot 4 program, a private copy of its project, its physics engine)."""
+
+    program: str = PROGRAM
+    project: Path = PROJECT
+    args: tuple[str, ...] = ()  # more flags for every process (the game's own, e.g. --dims=2)
+    install: str = INSTALL  # how to get the program when it is not on PATH
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -78,22 +90,23 @@ class GodotPool:
     """num_envs agents in one or more Godot processes, stepped together: every process gets its actions
     before any reply is read, so the processes run in parallel."""
 
-    def __init__(self, variant: str, num_envs: int, seed: int) -> None:
+    def __init__(self, variant: str, num_envs: int, seed: int, launch: Launch | None = None) -> None:
         from godot_rl.core.godot_env import GodotEnv
 
+        self.launch = launch or Launch()
         self.flags = flags(variant)
         self.per, self.n_procs = layout(num_envs)
         self.num_envs = num_envs
-        program = shutil.which(PROGRAM)
+        program = shutil.which(self.launch.program)
         if program is None:
-            raise UserError(f"{PROGRAM} is not on PATH: apt-get install godot3-server")
+            raise UserError(f"{self.launch.program} is not on PATH: {self.launch.install}")
         self.procs: list[subprocess.Popen] = []
         self.envs: list[Any] = []
         try:
             for i in range(self.n_procs):
                 port = _free_port()
-                cmd = [program, "--path", str(PROJECT), f"--port={port}", f"--env_seed={seed + i * self.per}",
-                       "--disable-render-loop", "--headless", f"--n_agents={self.per}", *self.flags.argv()]
+                cmd = [program, "--path", str(self.launch.project), f"--port={port}", f"--env_seed={seed + i * self.per}",
+                       "--disable-render-loop", "--headless", f"--n_agents={self.per}", *self.flags.argv(), *self.launch.args]
                 # stdout to stderr: the worker's stdout is not for Godot's banner
                 self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr))
                 env = GodotEnv(env_path=None, port=port)  # listens on the port; the Godot process connects
@@ -102,7 +115,11 @@ class GodotPool:
         except BaseException:
             self.close()
             raise
-        self.version = str(self.envs[0].call("stats")[2])
+        stats = self.envs[0].call("stats")
+        self.version = str(stats[2])
+        # the Godot 4 project says which physics engine runs and its solver settings; the 3.2 one has one engine
+        self.physics_engine = str(stats[3]) if len(stats) > 3 else None
+        self.solver = dict(stats[4]) if len(stats) > 4 else {}
 
     def reset(self) -> np.ndarray:
         obs = []
@@ -131,7 +148,7 @@ class GodotPool:
     def details(self) -> dict[str, Any]:
         f = self.flags
         return {
-            "engine": f"Godot {self.version} ({PROGRAM}, headless)",
+            "engine": f"Godot {self.version} ({self.launch.program}, headless)",
             "protocol": "godot-rl 0.8 wire protocol (client: godot_rl.core.godot_env.GodotEnv)",
             "pacing": f.pacing,
             "speedup": f.speedup,
@@ -139,6 +156,8 @@ class GodotPool:
             "fixed_fps": f.fixed_fps,
             "agents_per_process": self.per,
             "processes": self.n_procs,
+            "physics_engine": self.physics_engine or "Godot 3 2D physics (its only one)",
+            **({"solver": self.solver} if self.solver else {}),
         }
 
     def close(self) -> None:
@@ -155,9 +174,9 @@ class GodotPool:
 
 
 class GodotStepper:
-    def __init__(self, case: Case, native: NativeTask) -> None:
+    def __init__(self, case: Case, native: NativeTask, pool: GodotPool | None = None) -> None:
         self.case = case
-        self.pool = GodotPool(case.variant, case.num_envs, case.seed)
+        self.pool = pool or GodotPool(case.variant, case.num_envs, case.seed)
         self.pool.reset()
         self._facts = StepperFacts(
             native_env_id=native.env_id,

@@ -20,7 +20,11 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
     """(SB3 VecEnv, details for the record)."""
     from gpuenv.backends.godot.adapter import GodotPool
 
-    pool = GodotPool(variant, num_envs, seed)
+    return vecenv_of(GodotPool(variant, num_envs, seed), native)
+
+
+def vecenv_of(pool, native: NativeTask):
+    """(GodotVecEnv over a started pool, details for the record): Godot 3.2's pool or Godot 4's."""
     details = {"vectoriser": "gpuenv GodotVecEnv (godot-rl client; final observation from gpuenv's sync node)", **pool.details()}
     return GodotVecEnv(pool, native), details
 
