@@ -35,6 +35,7 @@ XDIST_GROUPS = {
     "test_images_real.py": "machine",
     "test_godot.py": "machine",
     "test_godot4.py": "machine",
+    "test_profile_godot.py": "machine",
     "test_isaaclab.py": "isaaclab",
     "test_dispatch.py": "slurm",
 }

@@ -10,6 +10,8 @@ from gpuenv import escape
 
 
 def fmt_rate(x: float) -> str:
+    if x >= 1e9:
+        return f"{x / 1e9:.2f}B"
     if x >= 1e6:
         return f"{x / 1e6:.2f}M"
     if x >= 1e4:

@@ -1,4 +1,5 @@
-"""`gpuenv profile ENV`: your own Gymnasium env through the same harness as the catalogue's.
+"""`gpuenv profile ENV`: your own Gymnasium env, or your own godot-rl game, through the same
+harness as the catalogue's.
 
 1. The env is made and checked in a process of its own (gpuenv.backends.own.check: the Gymnasium API
    as gymnasium's env_checker checks it, spaces gpuenv's random actions can drive); a bad one is one
@@ -13,6 +14,11 @@
    inference, rollout bookkeeping, learning: the largest is the bottleneck), what the simulator
    costs alone and what a process round trip adds, and the training time for the user's budget
    (gpuenv.decide's parts model: collect + learn).
+
+A godot-rl game (ENV a Godot project folder or an exported binary, gpuenv.backends.own.godot) is
+checked by starting it once (it must connect; its agents, spaces and an episode's length are read),
+swept over Godot processes (1, the cores, 4x them, each of the game's agents) uncapped and realtime
+(godot-rl's --speedup), and phased at its fastest uncapped setting through the godot backend's VecEnv.
 
 The budget is kept by not starting a case after it is spent: cases already measured stand; what was
 not run is said. Records go to OUT/<run id>/ with the generated suite beside them.
@@ -37,6 +43,7 @@ from gpuenv.results.schema import Record
 BACKEND = "own"  # gpuenv.backends.own
 SWEEP_VARIANTS = ("dummy", "subproc", "sync", "async")
 POLICY_VARIANTS = ("dummy", "subproc")  # the shared PPO trainer's vectorisers (Backend.ppo_env)
+PORT_HOURS = 40.0  # the default porting effort the "pays off above" answer assumes (--port-hours)
 PHASES = ("vecenv", "inference", "collect", "learn")
 CHECK_TIMEOUT_S = 120.0
 
@@ -45,9 +52,24 @@ class BudgetSpent(Exception):
     """Raised at the start of a case once the profile's time budget is spent (the case does not run)."""
 
 
+def is_game(own: dict) -> bool:
+    from gpuenv.backends.own.godot import KIND
+
+    return own.get("kind") == KIND
+
+
+def sweep_variants(own: dict) -> tuple[str, ...]:
+    return tuple(own["variants"]) if is_game(own) else SWEEP_VARIANTS
+
+
+def policy_variants(own: dict) -> tuple[str, ...]:
+    """The variants the shared PPO trainer runs (the own backend's ppo_env)."""
+    return tuple(v for v in own["variants"] if v.startswith("uncapped")) if is_game(own) else POLICY_VARIANTS
+
+
 def task_name(spec: str) -> str:
-    """The env's task name in records and case keys (file names): the spec with ':' and the like as
-    '-', prefixed `own-` where it would otherwise be a catalogue task's name."""
+    """The env's task name in records and case keys (file names): the spec (a game's name) with ':'
+    and the like as '-', prefixed `own-` where it would otherwise be a catalogue task's name."""
     from gpuenv.tasks import TASKS
 
     slug = (re.sub(r"[^A-Za-z0-9_.-]+", "-", spec).strip("-._") or "env")[:100]
@@ -63,15 +85,24 @@ def check_spec(spec: str) -> None:
             raise UserError(f"ENV {spec!r}: an entry point is module:factory (e.g. mypkg.envs:make_env), a callable that returns a gymnasium.Env")
 
 
-def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S) -> dict:
-    """Make and check the env in a process of its own; its description for GPUENV_OWN_ENV, or UserError."""
+def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, speedup: int | None = None) -> dict:
+    """Make and check the env in a process of its own (a game: start it once); its description for
+    GPUENV_OWN_ENV, or UserError."""
     from gpuenv.backends.own.check import MARK
+    from gpuenv.backends.own.godot import is_game as names_a_game
 
-    check_spec(spec)
+    game = names_a_game(spec)
+    if game and imports:
+        raise UserError(f"--import is for Gymnasium envs; {spec} is a Godot game (a path): leave --import out")
+    if not game:
+        check_spec(spec)
+        if speedup is not None:
+            raise UserError("--speedup is godot-rl's pacing of a Godot game: give ENV as a game's path, or leave --speedup out")
     for name in imports:
         if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
             raise UserError(f"--import {name!r}: a module name (e.g. mypkg or mypkg.envs), imported before the env is made")
-    cmd = [sys.executable, "-m", "gpuenv.backends.own.check", spec, *imports]
+    connect = f"--connect-timeout={max(1.0, timeout_s * 0.8):g}"  # the game's own line before the kill below
+    cmd = [sys.executable, "-m", "gpuenv.backends.own.check", connect, spec, *imports]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
@@ -94,12 +125,21 @@ def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S) 
         raise UserError(f"{spec}: the check of the env ended without an answer ({last[:200]})")
     found = json.loads(lines[-1])
     if not found.get("ok"):
+        if game:
+            raise UserError(found["error"])
         raise UserError(f"{found['error']}; give a Gymnasium id (with --import PKG to register it) or module:factory")
-    return {"task": task_name(spec), "spec": spec, "imports": imports, **{k: v for k, v in found.items() if k != "ok"}}
+    own = {"task": task_name(found["game"]["name"] if game else spec), "spec": spec, "imports": imports,
+           **{k: v for k, v in found.items() if k != "ok"}}
+    if game:
+        own["variants"] = ["uncapped", f"realtime-x{speedup}" if speedup else "realtime"]
+    return own
 
 
-def sizes_for(cores: int) -> list[int]:
-    """num_envs of the sweep: 1, the machine's cores, 4x and 16x them."""
+def sizes_for(cores: int, own: dict | None = None) -> list[int]:
+    """num_envs of the sweep: 1, the machine's cores, 4x and 16x them; for a game, its agents in 1,
+    the cores and 4x them Godot processes (the course's n_parallel=8 on 2 cores)."""
+    if own is not None and is_game(own):
+        return sorted({own["agents_per_process"] * n for n in (1, cores, 4 * cores)})
     return sorted({1, cores, 4 * cores, 16 * cores})
 
 
@@ -117,12 +157,12 @@ timeout_s = {timeout}
 """
 
 
-def sweep_suite(task: str, sizes: list[int], timeout_s: float) -> str:
+def sweep_suite(task: str, sizes: list[int], timeout_s: float, variants: tuple[str, ...] = SWEEP_VARIANTS) -> str:
     """The sweep as a suite file: one [[matrix]] per size, so the smallest sizes run first."""
     body = f'description = "gpuenv profile: {task}, every vectoriser at {", ".join(map(str, sizes))} envs"\n\n'
     body += MEASURE.format(timeout=int(timeout_s))
     for n in sizes:
-        body += (f"\n[[matrix]]\nbackends = {_toml_list([f'{BACKEND}:{v}' for v in SWEEP_VARIANTS])}\n"
+        body += (f"\n[[matrix]]\nbackends = {_toml_list([f'{BACKEND}:{v}' for v in variants])}\n"
                  f"tasks = {_toml_list([task])}\nnum_envs = [{n}]\n")
     return body
 
@@ -156,6 +196,7 @@ class Profile:
     bottleneck: str = ""
     alone_us: float | None = None  # one env stepped in-process (DummyVecEnv, 1 env): the simulator's own cost
     round_trip_us: float | None = None  # what SubprocVecEnv's process round trip adds per step (1 env)
+    port_hours: float = PORT_HOURS  # the porting effort the "pays off above" answer is for
     train: tuple[float, float, float] | None = None  # seconds for the budget: median, low, high
     budget_steps: int = 0
     notes: list[str] = field(default_factory=list)
@@ -176,7 +217,7 @@ def analyse(p: Profile) -> Profile:
     if sweep:
         p.best = max(sweep, key=lambda r: _rate(r) or 0.0)
     by = {(r.case.variant, r.case.num_envs): _rate(r) for r in sweep}
-    dummy1, subproc1 = by.get(("dummy", 1)), by.get(("subproc", 1))
+    dummy1, subproc1 = (None, None) if is_game(p.own) else (by.get(("dummy", 1)), by.get(("subproc", 1)))
     if dummy1:
         p.alone_us = 1e6 / dummy1
         if subproc1:
@@ -197,7 +238,8 @@ def analyse(p: Profile) -> Profile:
 
 
 def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, out: Path, num_envs: list[int] | None = None,
-        progress: Any = None, on_start: Any = lambda prof, keys: None) -> Profile:
+        progress: Any = None, on_start: Any = lambda prof, keys: None, speedup: int | None = None,
+        port_hours: float = PORT_HOURS) -> Profile:
     """Check the env, run the sweep and the phases within budget_s seconds, analyse. `progress(mode,
     keys)`: a context manager giving each plan's event handler (the CLI's progress bar); `on_start(profile,
     keys)` once the sweep is planned. KeyboardInterrupt propagates after the interrupted case's record
@@ -214,16 +256,20 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
     from gpuenv.tasks import OWN_ENV
 
     deadline = time.monotonic() + budget_s
-    own = identify(spec, imports, min(CHECK_TIMEOUT_S, budget_s / 2))  # the check is part of the time given
+    own = identify(spec, imports, min(CHECK_TIMEOUT_S, budget_s / 2), speedup)  # the check is part of the time given
     os.environ[OWN_ENV] = json.dumps(own)  # the own backend, the task and every worker read it from here
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    sizes = sorted(set(num_envs)) if num_envs else sizes_for(cores)
+    sizes = sorted(set(num_envs)) if num_envs else sizes_for(cores, own)
+    per = own.get("agents_per_process") if is_game(own) else None
+    if per and any(n % per for n in sizes):
+        raise UserError(f"--num-envs {', '.join(str(n) for n in sizes if n % per)}: {spec} has {per} agents per Godot process; "
+                        f"give multiples of {per} (num_envs = agents x processes)")
     timeout_s = max(60.0, budget_s)
     run_id = new_run_id()
     run_dir = prepare_dir(out) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "profile-sweep.toml").write_text(sweep_suite(own["task"], sizes, timeout_s))
-    prof = Profile(own, run_id, run_dir, [], budget_steps=budget_steps)
+    (run_dir / "profile-sweep.toml").write_text(sweep_suite(own["task"], sizes, timeout_s, sweep_variants(own)))
+    prof = Profile(own, run_id, run_dir, [], budget_steps=budget_steps, port_hours=port_hours)
 
     bp = bench_plan(str(run_dir / "profile-sweep.toml"))
     keys = [item.key for item in bp.plan.items]
@@ -241,7 +287,7 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
     except BudgetSpent:
         done = {r.case_key for r in prof.records}
         prof.not_run = [item.key for item in bp.plan.items if item.key not in done]
-    ok = [r for r in prof.records if r.status == "ok" and r.case.variant in POLICY_VARIANTS]
+    ok = [r for r in prof.records if r.status == "ok" and r.case.variant in policy_variants(own)]
     if ok and time.monotonic() < deadline:
         best = max(ok, key=lambda r: _rate(r) or 0.0)
         prof.phases_run_id = new_run_id()  # the same case again, with its phases: a run of its own
@@ -254,6 +300,8 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
                 prof.phases = rec
     elif ok:
         prof.notes.append(f"no phases: the budget ({budget_s:g} s) was spent by the sweep; --time {int(budget_s * 2)} leaves time for them")
+    elif is_game(own):
+        prof.notes.append("no phases: no uncapped case ran ok (the shared PPO trainer runs the game uncapped)")
     else:
         prof.notes.append("no phases: no DummyVecEnv or SubprocVecEnv case ran ok (the shared PPO trainer runs those)")
     return analyse(prof)
@@ -271,6 +319,18 @@ def _cell(r: Record | None) -> str:
     return f"{fmt_rate(h.value)} ({fmt_rate(h.ci_low)}-{fmt_rate(h.ci_high)})"
 
 
+def _speedup() -> int:
+    from gpuenv.backends.godot import DEFAULT_SPEEDUP
+
+    return DEFAULT_SPEEDUP
+
+
+def _action_repeat() -> int:
+    from gpuenv.backends.godot import DEFAULT_ACTION_REPEAT
+
+    return DEFAULT_ACTION_REPEAT
+
+
 def _span(mid: float, lo: float, hi: float) -> str:
     """7.1 min (6.9-7.3 min): one unit for the three, one decimal."""
     unit, div = ("s", 1.0) if hi < 120 else ("min", 60.0) if hi < 7200 else ("h", 3600.0)
@@ -286,16 +346,27 @@ def report_lines(p: Profile) -> list[str]:
     sizes = sorted({r.case.num_envs for r in p.records})
     if p.records:
         lines.append(f"env steps/s, median (95% interval), {p.own['spec']}: run {p.run_id} on {runs_machine(p.records)}")
-        width = max(len(v) for v in SWEEP_VARIANTS) + 2
-        lines.append("vectoriser".ljust(width) + " | " + " | ".join(f"{n} envs" for n in sizes))
+        variants = sweep_variants(p.own)
+        width = max(len(v) for v in variants) + 2
+        lines.append(("pacing" if is_game(p.own) else "vectoriser").ljust(width) + " | " + " | ".join(f"{n} envs" for n in sizes))
         by = {(r.case.variant, r.case.num_envs): r for r in p.records}
-        for v in SWEEP_VARIANTS:
+        for v in variants:
             lines.append(v.ljust(width) + " | " + " | ".join(_cell(by.get((v, n))) for n in sizes))
-        lines.append("(dummy, subproc: SB3's DummyVecEnv, SubprocVecEnv; sync, async: Gymnasium's SyncVectorEnv, AsyncVectorEnv)")
+        if is_game(p.own):
+            per = p.own["agents_per_process"]
+            lines.append(f"(envs = {per} agents per Godot process x processes; uncapped: frames back to back, --fixed-fps 60; "
+                         f"realtime: godot-rl's pacing, --speedup {variants[1].partition('-x')[2] or _speedup()}, "
+                         f"--action_repeat {_action_repeat()})")
+        else:
+            lines.append("(dummy, subproc: SB3's DummyVecEnv, SubprocVecEnv; sync, async: Gymnasium's SyncVectorEnv, AsyncVectorEnv)")
     if p.not_run:
         lines.append(f"not run within the time given: {len(p.not_run)} case(s) ({', '.join(p.not_run[:4])}{' ...' if len(p.not_run) > 4 else ''}); --time longer runs them")
     if p.best is not None:
-        lines.append(f"best setting: {p.best.case.variant} at {p.best.case.num_envs} envs, {_cell(p.best)} env steps/s")
+        procs = f" ({p.best.case.num_envs // p.own['agents_per_process']} Godot processes)" if is_game(p.own) else ""
+        lines.append(f"best setting: {p.best.case.variant} at {p.best.case.num_envs} envs{procs}, {_cell(p.best)} env steps/s")
+        label = getattr(p.best.summary, "bottleneck", None)
+        if label:
+            lines.append(f"there, stepping is limited by: {label}")
     if p.alone_us is not None:
         text = f"the env alone (DummyVecEnv, 1 env): {p.alone_us:,.1f} us per step"
         if p.round_trip_us is not None:
@@ -319,6 +390,15 @@ def report_lines(p: Profile) -> list[str]:
             f" (a simulator infinitely faster would save at most {100 * p.shares[0].us_per_step / total:.0f}% of training time: "
             "the stepping share)" if p.bottleneck != p.shares[0].name else
             " (a faster simulator or vectoriser pays off here: stepping is the largest share)"))
+    if p.shares:
+        step_us = p.shares[0].us_per_step
+        saved_per_m = step_us  # us per step x 1M steps = seconds per 1M steps
+        above = p.port_hours * 3600 / (step_us * 1e-6) if step_us > 0 else None
+        if above is not None:
+            verdict = ("your budget is above it" if p.budget_steps >= above else "your budget is below it: not worth a port for that alone")
+            lines.append(f"a port to a batched simulator (stepping at no cost) would save at most {saved_per_m:,.0f} s per 1M env steps "
+                         f"of training here; at {p.port_hours:g} hours of porting (--port-hours) it pays off above "
+                         f"{fmt_rate(above)} env steps ({fmt_rate(p.budget_steps)}: {verdict})")
     if p.train is not None:
         assert p.phases is not None
         lines.append(f"training {fmt_rate(p.budget_steps)} env steps with SB3 PPO at {p.phases.case.variant}, {p.phases.case.num_envs} envs: "

@@ -515,14 +515,19 @@ def _ab_table(found: list, sides: list, blocks: int) -> Table:
 
 @app.command()
 def profile(
-    env: Annotated[str, typer.Argument(metavar="ENV", help="your env: a Gymnasium id (CartPole-v1; --import PKG registers yours) or module:factory")],
+    env: Annotated[str, typer.Argument(metavar="ENV", help="your env: a Gymnasium id (CartPole-v1; --import PKG registers yours), module:factory, "
+                                                           "or a godot-rl game: a Godot project folder or an exported binary")],
     imports: Annotated[list[str] | None, typer.Option("--import", help="a module to import first, which registers your env ids (repeatable)")] = None,
     time_s: Annotated[float, typer.Option("--time", help="seconds the sweep and the phases may take: no case starts after that")] = 240.0,
     budget: Annotated[str, typer.Option("--budget", help="the training budget the answer is for, in env steps (1M, 50M), as gpuenv decide")] = "1M",
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the sweep's sizes (1, the cores, 4x and 16x them)")] = None,
     out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/ (the sweep) and OUT/<run id>/ (the phases)")] = "results/profile",
+    speedup: Annotated[int | None, typer.Option("--speedup", help="a Godot game's realtime pacing: godot-rl's --speedup (default 20)")] = None,
+    port_hours: Annotated[float, typer.Option("--port-hours", help="hours a port to a batched simulator would take you: the answer says "
+                                                                    "above which training budget it pays off")] = 40.0,
 ) -> None:
-    """Profile your own env: every vectoriser over a num_envs sweep, where a PPO iteration's time goes, the best setting, the training time."""
+    """Profile your own env or Godot game: every vectoriser (or Godot process count and pacing) over a num_envs sweep, where a PPO
+    iteration's time goes, the best setting, the training time."""
     from gpuenv import profile as pm
     from gpuenv.decide import parse_steps
     from gpuenv.run.runner import INTERRUPT
@@ -533,6 +538,10 @@ def profile(
     for n in num_envs or []:
         if not 1 <= n <= 4096:
             raise UserError(f"--num-envs {n}: give sizes from 1 to 4096")
+    if speedup is not None and not 1 <= speedup <= 1000:
+        raise UserError(f"--speedup {speedup}: give godot-rl's speedup, 1 to 1000")
+    if not 0 < port_hours <= 100_000:
+        raise UserError(f"--port-hours {port_hours:g}: give the hours a port would take, more than 0")
     written: list[list[Record]] = []  # per plan run: the sweep, then the phases
 
     def progress(mode: Any, keys: list[str]) -> Any:
@@ -542,6 +551,8 @@ def profile(
     def started(p: pm.Profile, keys: list[str]) -> None:
         o = p.own
         pkg = f"; {o['identity']['package']} {o['identity']['version']}" if o["identity"].get("package") else ""
+        if pm.is_game(o):
+            pkg = f"; {o['game']['engine']} {o['game'].get('engine_version') or ''}".rstrip()
         console.print(f"[bold]gpuenv profile[/] {markup(o['spec'])}: observations {markup(o['spaces']['observation'])}, actions "
                       f"{markup(o['spaces']['action'])}{markup(pkg)}; {len(keys)} cases, run {p.run_id}, at most {time_s:g} s",
                       highlight=False)
@@ -549,7 +560,7 @@ def profile(
     with interruptible():
         try:
             found = pm.run(env, imports or [], budget_s=time_s, budget_steps=steps, out=out_dir(out), num_envs=num_envs,
-                           progress=progress, on_start=started)
+                           progress=progress, on_start=started, speedup=speedup, port_hours=port_hours)
             INTERRUPT.check()
         except KeyboardInterrupt:
             kept = sum(len(w) for w in written)

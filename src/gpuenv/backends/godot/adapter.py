@@ -2,9 +2,12 @@
 
 godot-rl's GodotEnv would launch Godot in a new session (`start_new_session=True`), out of reach of
 the worker's process group; so gpuenv launches it (same flags as godot-rl, plus `--path` to the
-project and `--n_agents`), as a child in the worker's group, and hands GodotEnv only the port:
-GodotEnv listens, Godot connects. A timeout, Ctrl-C or a killed gpuenv kills the group, Godot with
-it (gpuenv.run.worker.guard), and close() kills them at once.
+project and `--n_agents`), as a child in the worker's group. gpuenv listens first (a port of its
+own, no race), watches the process while it waits for its connection (a game that exits or never
+connects is one line, not godot-rl's 60 s timeout and a traceback) and hands GodotEnv the accepted
+socket. A timeout, Ctrl-C or a killed gpuenv kills the group, Godot with it
+(gpuenv.run.worker.guard), and close() kills them at once. The pool serves gpuenv's projects (Godot
+3.2 here, Godot 4 in gpuenv.backends.godot4) and a user's godot-rl game (`gpuenv profile`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +63,13 @@ def flags(variant: str) -> Flags:
     return Flags(pacing, speedup, int(m.group(3) or DEFAULT_ACTION_REPEAT))
 
 
-def layout(num_envs: int) -> tuple[int, int]:
-    """(agents per Godot process, processes) for num_envs agents."""
+def layout(num_envs: int, fixed: int | None = None) -> tuple[int, int]:
+    """(agents per Godot process, processes) for num_envs agents: gpuenv's projects take up to
+    AGENTS_PER_PROCESS agents a process (--n_agents); a game has as many as its scene (`fixed`)."""
+    if fixed is not None:
+        if num_envs % fixed:
+            raise Unsupported(f"this game has {fixed} agents per Godot process: num_envs must be a multiple of {fixed} (got {num_envs})")
+        return fixed, num_envs // fixed
     if num_envs <= AGENTS_PER_PROCESS:
         return num_envs, 1
     if num_envs % AGENTS_PER_PROCESS:
@@ -71,19 +80,62 @@ def layout(num_envs: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Launch:
-    """Which Godot runs which project: Godot 3.2's server and the 3.2 project here; the godot4
-    backend passes its own (a Godot 4 program, a private copy of its project, its physics engine)."""
+    """Which Godot runs which game: Godot 3.2's server and the 3.2 project here; the godot4 backend
+    passes its own (a Godot 4 program, a private copy of its project, its physics engine), and
+    `gpuenv profile` a user's game (a project folder and the Godot that runs it, or an exported binary)."""
 
-    program: str = PROGRAM
-    project: Path = PROJECT
+    program: str = PROGRAM  # on PATH, or a path (an exported game is its own program)
+    project: Path | None = PROJECT  # run with --path; None: the program is an exported game
     args: tuple[str, ...] = ()  # more flags for every process (the game's own, e.g. --dims=2)
-    install: str = INSTALL  # how to get the program when it is not on PATH
+    install: str = INSTALL  # how to get the program when it is not there
+    agents: int | None = None  # agents per process the game has; None: gpuenv's project, --n_agents sets it
+    stats: bool = True  # the game answers gpuenv's `stats` call (gpuenv's sync nodes; a godot-rl plugin game does not)
+    connect_timeout_s: float = 60.0  # godot-rl's own accept timeout
+    what: str = "Godot"  # how messages name the game
+
+    def command(self) -> list[str]:
+        program = shutil.which(self.program)
+        if program is None:
+            raise UserError(f"{self.program} is not on PATH: {self.install}")
+        return [program, *(["--path", str(self.project)] if self.project is not None else [])]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def connect(server: socket.socket, proc: subprocess.Popen, launch: Launch) -> socket.socket:
+    """The game's connection to gpuenv's listening socket, watching the process meanwhile: one line
+    (UserError) if it exits first or does not connect in time (the caller kills it)."""
+    deadline = time.monotonic() + launch.connect_timeout_s
+    server.settimeout(0.1)
+    port = server.getsockname()[1]
+    while True:
+        try:
+            conn, _ = server.accept()
+            conn.settimeout(None)
+            return conn
+        except TimeoutError:
+            pass
+        if proc.poll() is not None:
+            raise UserError(f"{launch.what} exited (code {proc.returncode}) without connecting to gpuenv on 127.0.0.1:{port}: "
+                            "is it a godot-rl game (a Sync node in training mode), and does it run headless here?")
+        if time.monotonic() > deadline:
+            raise UserError(f"{launch.what} did not connect to gpuenv on 127.0.0.1:{port} within {launch.connect_timeout_s:g} s: "
+                            "a godot-rl game connects when its Sync node runs in training mode (it reads --port)")
+
+
+def client(conn: socket.socket) -> Any:
+    """godot-rl's GodotEnv on a connection gpuenv accepted (godot-rl's own would listen and wait itself).
+    Its prints (spaces, banners) go to stderr: a worker's stdout is not for them."""
+    import contextlib
+
+    from godot_rl.core.godot_env import GodotEnv
+
+    class Accepted(GodotEnv):
+        def _start_server(self) -> socket.socket:
+            return conn
+
+    with contextlib.redirect_stdout(sys.stderr):
+        env = Accepted(env_path=None, port=conn.getsockname()[1])
+    atexit.unregister(env._close)  # close() below; godot-rl's would sleep a second
+    return env
 
 
 class GodotPool:
@@ -91,55 +143,85 @@ class GodotPool:
     before any reply is read, so the processes run in parallel."""
 
     def __init__(self, variant: str, num_envs: int, seed: int, launch: Launch | None = None) -> None:
-        from godot_rl.core.godot_env import GodotEnv
-
         self.launch = launch or Launch()
         self.flags = flags(variant)
-        self.per, self.n_procs = layout(num_envs)
+        self.per, self.n_procs = layout(num_envs, self.launch.agents)
         self.num_envs = num_envs
-        program = shutil.which(self.launch.program)
-        if program is None:
-            raise UserError(f"{self.launch.program} is not on PATH: {self.launch.install}")
+        base = self.launch.command()
         self.procs: list[subprocess.Popen] = []
         self.envs: list[Any] = []
         try:
             for i in range(self.n_procs):
-                port = _free_port()
-                cmd = [program, "--path", str(self.launch.project), f"--port={port}", f"--env_seed={seed + i * self.per}",
-                       "--disable-render-loop", "--headless", f"--n_agents={self.per}", *self.flags.argv(), *self.launch.args]
-                # stdout to stderr: the worker's stdout is not for Godot's banner
-                self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr))
-                env = GodotEnv(env_path=None, port=port)  # listens on the port; the Godot process connects
-                atexit.unregister(env._close)  # close() below; godot-rl's would sleep a second
-                self.envs.append(env)
+                with socket.socket() as server:  # listen first: the port is ours before Godot is told it
+                    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    server.bind(("127.0.0.1", 0))
+                    server.listen(1)
+                    port = server.getsockname()[1]
+                    agents = [] if self.launch.agents is not None else [f"--n_agents={self.per}"]
+                    cmd = [*base, f"--port={port}", f"--env_seed={seed + i * self.per}", "--disable-render-loop", "--headless",
+                           *agents, *self.flags.argv(), *self.launch.args]
+                    # stdout to stderr: the worker's stdout is not for Godot's banner
+                    self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr))
+                    self.envs.append(client(connect(server, self.procs[-1], self.launch)))
+                if self.envs[-1].num_envs != self.per:
+                    raise UserError(f"{self.launch.what} has {self.envs[-1].num_envs} agents in a process, not {self.per}")
         except BaseException:
             self.close()
             raise
-        stats = self.envs[0].call("stats")
-        self.version = str(stats[2])
-        # the Godot 4 project says which physics engine runs and its solver settings; the 3.2 one has one engine
-        self.physics_engine = str(stats[3]) if len(stats) > 3 else None
-        self.solver = dict(stats[4]) if len(stats) > 4 else {}
+        self.keys = list(self.envs[0].action_spaces[0].spaces.items())  # (name, space) of each agent's action
+        self.version, self.physics_engine, self.solver = None, None, {}
+        if self.launch.stats:
+            stats = self.envs[0].call("stats")
+            self.version = str(stats[2])
+            # the Godot 4 project says which physics engine runs and its solver settings; the 3.2 one has one engine
+            self.physics_engine = str(stats[3]) if len(stats) > 3 else None
+            self.solver = dict(stats[4]) if len(stats) > 4 else {}
+
+    def action_space(self) -> ActionSpace:
+        """What the harness's random actions are: one Discrete action, or every Box action concatenated."""
+        from gymnasium import spaces
+
+        if len(self.keys) == 1 and isinstance(self.keys[0][1], spaces.Discrete):
+            return ActionSpace("discrete", n=int(self.keys[0][1].n))
+        if all(isinstance(sp, spaces.Box) for _, sp in self.keys):
+            size = sum(int(np.prod(sp.shape)) for _, sp in self.keys)
+            return ActionSpace("box", low=(-1.0,) * size, high=(1.0,) * size)
+        raise UserError(f"{self.launch.what}'s agents act through {', '.join(f'{k} ({sp})' for k, sp in self.keys)}: gpuenv drives "
+                        "games with one discrete action or continuous ones only")
+
+    def _per_key(self, actions: np.ndarray) -> list[Any]:
+        """An (agents, size) block of actions as godot-rl's per-key list (its step_send, order_ij False)."""
+        if len(self.keys) == 1:
+            return [actions]
+        out, at = [], 0
+        for _, sp in self.keys:
+            n = int(np.prod(sp.shape))
+            out.append(actions[:, at:at + n])
+            at += n
+        return out
+
+    @staticmethod
+    def _obs(o: list[dict]) -> np.ndarray:
+        """Each agent's vector observation (godot-rl's `obs` key), (agents, 0) where the game has none."""
+        if o and "obs" in o[0]:
+            return np.asarray([np.ravel(a["obs"]) for a in o], dtype=np.float32)
+        return np.zeros((len(o), 0), dtype=np.float32)
 
     def reset(self) -> np.ndarray:
-        obs = []
-        for env in self.envs:
-            o, _ = env.reset()
-            obs += [a["obs"] for a in o]
-        return np.asarray(obs, dtype=np.float32)
+        return np.concatenate([self._obs(env.reset()[0]) for env in self.envs])
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-        """actions (num_envs, 2) -> obs (num_envs, 6), rewards (num_envs,), dones (num_envs,), infos."""
+        """actions (num_envs, size) or (num_envs,) -> obs (num_envs, obs size), rewards, dones (num_envs,), infos."""
         for k, env in enumerate(self.envs):
-            env.step_send([actions[k * self.per:(k + 1) * self.per]])
+            env.step_send(self._per_key(actions[k * self.per:(k + 1) * self.per]))
         obs, rew, done, info = [], [], [], []
         for env in self.envs:
             o, r, d, _, i = env.step_recv()
-            obs += [a["obs"] for a in o]
+            obs.append(self._obs(o))
             rew += r
             done += d
             info += i
-        return np.asarray(obs, dtype=np.float32), np.asarray(rew, dtype=np.float32), np.asarray(done, dtype=bool), info
+        return np.concatenate(obs), np.asarray(rew, dtype=np.float32), np.asarray(done, dtype=bool), info
 
     def engine_stats(self) -> list[tuple[int, int]]:
         """(physics ticks, microseconds since connecting) per process: the engine's own accounting."""
@@ -148,7 +230,7 @@ class GodotPool:
     def details(self) -> dict[str, Any]:
         f = self.flags
         return {
-            "engine": f"Godot {self.version} ({self.launch.program}, headless)",
+            "engine": f"Godot {self.version} ({self.launch.program}, headless)" if self.version else f"{self.launch.program} (headless)",
             "protocol": "godot-rl 0.8 wire protocol (client: godot_rl.core.godot_env.GodotEnv)",
             "pacing": f.pacing,
             "speedup": f.speedup,
@@ -156,7 +238,7 @@ class GodotPool:
             "fixed_fps": f.fixed_fps,
             "agents_per_process": self.per,
             "processes": self.n_procs,
-            "physics_engine": self.physics_engine or "Godot 3 2D physics (its only one)",
+            "physics_engine": self.physics_engine or ("Godot 3 2D physics (its only one)" if self.launch.stats else "the game's (not reported)"),
             **({"solver": self.solver} if self.solver else {}),
         }
 
@@ -181,7 +263,7 @@ class GodotStepper:
         self._facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=native.obs_shape,
-            action_space=ActionSpace("box", low=(-1.0, -1.0), high=(1.0, 1.0)),
+            action_space=self.pool.action_space(),
             reset_mode=RESET_MODE,
             details=self.pool.details(),
         )
@@ -192,7 +274,7 @@ class GodotStepper:
     def facts(self) -> StepperFacts:
         """The facts; read after the measurement they also carry the physics ticks/s each Godot
         process reports for the time since the actions were loaded (warm-ups, calibration, values)."""
-        if self._since is not None and self.pool.envs:
+        if self._since is not None and self.pool.envs and self.pool.launch.stats:
             now = self.pool.engine_stats()
             rates = [(t1 - t0) / ((u1 - u0) / 1e6) for (t0, u0), (t1, u1) in zip(self._since, now) if u1 > u0]
             if rates:
@@ -201,7 +283,7 @@ class GodotStepper:
 
     def load_actions(self, pool: np.ndarray) -> None:
         self.actions = pool
-        self._since = self.pool.engine_stats()
+        self._since = self.pool.engine_stats() if self.pool.launch.stats else None
 
     def run(self, loops: int) -> None:
         n = len(self.actions)

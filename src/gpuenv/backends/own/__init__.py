@@ -1,6 +1,7 @@
 """Your own environment, as `gpuenv profile ENV` measures it: a Gymnasium id (registered by the
 modules named with --import) or a `module:factory` entry point, vectorised the ways the gymnasium
-backend vectorises the catalogue's envs. Its one task is the env `gpuenv profile` describes in
+backend vectorises the catalogue's envs; or a godot-rl game (a Godot project folder or an exported
+binary, gpuenv.backends.own.godot), in Godot processes of its agents, paced the godot backend's ways. Its one task is the env `gpuenv profile` describes in
 GPUENV_OWN_ENV (gpuenv.tasks.own_env), which its worker processes inherit; without it, it has none.
 Hidden: runnable by name, never listed or picked for a suite."""
 
@@ -22,8 +23,15 @@ def native_task(own: dict) -> NativeTask:
                                                     own.get("episode_note")])))
 
 
+GAME_VARIANTS = ("uncapped", "realtime")  # the godot backend's pacings (realtime-xS with --speedup S)
+
+
 def declare() -> Backend:
     own = own_env()
+    from gpuenv.backends.own.godot import KIND
+
+    if own is not None and own.get("kind") == KIND:
+        return declare_game(own)
     return Backend(
         name="own",
         adapter="gpuenv.backends.own.adapter",
@@ -42,6 +50,32 @@ def declare() -> Backend:
         library="gymnasium",
         tasks={own["task"]: native_task(own)} if own else {},
         ppo_env=PpoEnv("gpuenv.backends.own.ppo:make_vecenv", variants=("dummy", "subproc"), eval_variant="dummy"),
+        hidden=True,
+    )
+
+
+def declare_game(own: dict) -> Backend:
+    from gpuenv.backends.godot import DEFAULT_SPEEDUP
+    from gpuenv.backends.own.godot import INSTALLS
+
+    game = own["game"]
+    variants = tuple(own.get("variants") or GAME_VARIANTS)
+    program = (game["program"],) if game.get("project") else ()  # an exported game is its own program (a path)
+    return Backend(
+        name="own",
+        adapter="gpuenv.backends.own.godot",
+        requires=("godot_rl",),
+        programs=program,
+        extra="godot",
+        install_hint=INSTALLS.get(game["program"], ""),
+        variants=variants,
+        description="your own godot-rl game (gpuenv profile PATH), in Godot processes of its agents",
+        variant_notes={v: ("frames back to back (--fixed-fps 60)" if v.startswith("uncapped") else
+                           f"godot-rl's pacing, speedup {v.partition('-x')[2] or DEFAULT_SPEEDUP}") for v in variants},
+        packages=("godot-rl",),
+        library="godot-rl",
+        tasks={own["task"]: native_task(own)},
+        ppo_env=PpoEnv("gpuenv.backends.own.godot:make_vecenv", variants=tuple(v for v in variants if v.startswith("uncapped"))),
         hidden=True,
     )
 
