@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuenv.backends.godot import DEFAULT_ACTION_REPEAT, DEFAULT_SPEEDUP
 from gpuenv.errors import UserError
 from gpuenv.results.schema import Record
 
@@ -85,11 +86,12 @@ def check_spec(spec: str) -> None:
             raise UserError(f"ENV {spec!r}: an entry point is module:factory (e.g. mypkg.envs:make_env), a callable that returns a gymnasium.Env")
 
 
-def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, speedup: int | None = None) -> dict:
-    """Make and check the env in a process of its own (a game: start it once); its description for
-    GPUENV_OWN_ENV, or UserError."""
+def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, speedup: int | None = None,
+             work: Path | None = None) -> dict:
+    """Make and check the env in a process of its own (a game: its project copied into `work` and
+    imported here, then started once by the check); its description for GPUENV_OWN_ENV, or UserError."""
     from gpuenv.backends.own.check import MARK
-    from gpuenv.backends.own.godot import is_game as names_a_game
+    from gpuenv.backends.own.godot import names_a_game
 
     game = names_a_game(spec)
     if game and imports:
@@ -101,8 +103,18 @@ def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, 
     for name in imports:
         if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
             raise UserError(f"--import {name!r}: a module name (e.g. mypkg or mypkg.envs), imported before the env is made")
-    connect = f"--connect-timeout={max(1.0, timeout_s * 0.8):g}"  # the game's own line before the kill below
-    cmd = [sys.executable, "-m", "gpuenv.backends.own.check", connect, spec, *imports]
+    flags = [f"--connect-timeout={max(1.0, timeout_s * 0.8):g}"]  # the game's own line before the kill below
+    if game:
+        from gpuenv.backends.own.godot import describe, prepare
+
+        if work is None:
+            raise ValueError("identify: a game needs a work folder")
+        try:
+            prepare(describe(Path(spec)), work, timeout_s)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        flags.append(f"--work={work}")
+    cmd = [sys.executable, "-m", "gpuenv.backends.own.check", *flags, spec, *imports]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
@@ -244,6 +256,16 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
     keys)`: a context manager giving each plan's event handler (the CLI's progress bar); `on_start(profile,
     keys)` once the sweep is planned. KeyboardInterrupt propagates after the interrupted case's record
     is written."""
+    import tempfile
+
+    # a game's project is copied (and imported) here once, every process of the profile runs that copy
+    with tempfile.TemporaryDirectory(prefix="gpuenv-game-") as work:
+        return _run(spec, imports, budget_s=budget_s, budget_steps=budget_steps, out=out, num_envs=num_envs, progress=progress,
+                    on_start=on_start, speedup=speedup, port_hours=port_hours, work=Path(work))
+
+
+def _run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, out: Path, num_envs: list[int] | None,
+         progress: Any, on_start: Any, speedup: int | None, port_hours: float, work: Path) -> Profile:
     import contextlib
 
     def quiet(_mode: Any, _keys: list[str]) -> Any:
@@ -256,7 +278,7 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
     from gpuenv.tasks import OWN_ENV
 
     deadline = time.monotonic() + budget_s
-    own = identify(spec, imports, min(CHECK_TIMEOUT_S, budget_s / 2), speedup)  # the check is part of the time given
+    own = identify(spec, imports, min(CHECK_TIMEOUT_S, budget_s / 2), speedup, work)  # the check is part of the time given
     os.environ[OWN_ENV] = json.dumps(own)  # the own backend, the task and every worker read it from here
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     sizes = sorted(set(num_envs)) if num_envs else sizes_for(cores, own)
@@ -319,18 +341,6 @@ def _cell(r: Record | None) -> str:
     return f"{fmt_rate(h.value)} ({fmt_rate(h.ci_low)}-{fmt_rate(h.ci_high)})"
 
 
-def _speedup() -> int:
-    from gpuenv.backends.godot import DEFAULT_SPEEDUP
-
-    return DEFAULT_SPEEDUP
-
-
-def _action_repeat() -> int:
-    from gpuenv.backends.godot import DEFAULT_ACTION_REPEAT
-
-    return DEFAULT_ACTION_REPEAT
-
-
 def _span(mid: float, lo: float, hi: float) -> str:
     """7.1 min (6.9-7.3 min): one unit for the three, one decimal."""
     unit, div = ("s", 1.0) if hi < 120 else ("min", 60.0) if hi < 7200 else ("h", 3600.0)
@@ -355,8 +365,8 @@ def report_lines(p: Profile) -> list[str]:
         if is_game(p.own):
             per = p.own["agents_per_process"]
             lines.append(f"(envs = {per} agents per Godot process x processes; uncapped: frames back to back, --fixed-fps 60; "
-                         f"realtime: godot-rl's pacing, --speedup {variants[1].partition('-x')[2] or _speedup()}, "
-                         f"--action_repeat {_action_repeat()})")
+                         f"realtime: godot-rl's pacing, --speedup {variants[1].partition('-x')[2] or DEFAULT_SPEEDUP}, "
+                         f"--action_repeat {DEFAULT_ACTION_REPEAT})")
         else:
             lines.append("(dummy, subproc: SB3's DummyVecEnv, SubprocVecEnv; sync, async: Gymnasium's SyncVectorEnv, AsyncVectorEnv)")
     if p.not_run:
@@ -364,9 +374,10 @@ def report_lines(p: Profile) -> list[str]:
     if p.best is not None:
         procs = f" ({p.best.case.num_envs // p.own['agents_per_process']} Godot processes)" if is_game(p.own) else ""
         lines.append(f"best setting: {p.best.case.variant} at {p.best.case.num_envs} envs{procs}, {_cell(p.best)} env steps/s")
-        label = getattr(p.best.summary, "bottleneck", None)
-        if label:
-            lines.append(f"there, stepping is limited by: {label}")
+        from gpuenv.modes.throughput.record import ThroughputRecord
+
+        if isinstance(p.best, ThroughputRecord) and p.best.summary is not None and p.best.summary.bottleneck:
+            lines.append(f"there, stepping is limited by: {p.best.summary.bottleneck}")
     if p.alone_us is not None:
         text = f"the env alone (DummyVecEnv, 1 env): {p.alone_us:,.1f} us per step"
         if p.round_trip_us is not None:
@@ -397,8 +408,8 @@ def report_lines(p: Profile) -> list[str]:
         if above is not None:
             verdict = ("your budget is above it" if p.budget_steps >= above else "your budget is below it: not worth a port for that alone")
             lines.append(f"a port to a batched simulator (stepping at no cost) would save at most {saved_per_m:,.0f} s per 1M env steps "
-                         f"of training here; at {p.port_hours:g} hours of porting (--port-hours) it pays off above "
-                         f"{fmt_rate(above)} env steps ({fmt_rate(p.budget_steps)}: {verdict})")
+                         f"of training here (run {p.phases_run_id}'s stepping share); at {p.port_hours:g} hours of porting "
+                         f"(--port-hours) it pays off above {fmt_rate(above)} env steps ({fmt_rate(p.budget_steps)}: {verdict})")
     if p.train is not None:
         assert p.phases is not None
         lines.append(f"training {fmt_rate(p.budget_steps)} env steps with SB3 PPO at {p.phases.case.variant}, {p.phases.case.num_envs} envs: "

@@ -66,6 +66,7 @@ class Image:
     # Build stages whose base gpuenv makes before the build: (build arg, "module:function"(docker) -> image
     # reference), e.g. a debootstrapped Debian tree no registry has (the godot image's Godot 4 stage).
     stages: tuple[tuple[str, str], ...] = ()
+    carries: tuple[str, ...] = ()  # other backends the image runs too (gpuenv/godot: godot4's image carries godot, Godot 3.2)
 
 
 @dataclass(frozen=True)

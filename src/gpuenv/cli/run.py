@@ -222,7 +222,7 @@ def bench_image(
                  f"no GPU here ({why}): {img.backend} runs on the CPU, so these are CPU numbers, not what its image measures on a GPU")
         console.print(f"[bold]{img.backend}[/]: suite {markup(suite)} on this machine (LOCAL=1), not in gpuenv/{img.name}; {markup(where)}",
                       highlight=False)
-        bench(suite=suite, backend=[img.backend], task=None, num_envs=None, seeds=None, out=out)
+        bench(suite=suite, backend=list(img.backends), task=None, num_envs=None, seeds=None, out=out)
         return
     from gpuenv.images import is_built, runnable_here
 

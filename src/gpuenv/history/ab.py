@@ -154,7 +154,10 @@ def swept_backend(sides: list[Side], backends: list[str] | None) -> str | None:
     from gpuenv.history.versionsets import swept_backend as package_backend
 
     names = {package_backend(s.package, None).split(":")[0] for s in sides if s.kind == "version set" and s.package}
-    names |= {s.image.image.backend for s in sides if s.image is not None}
+    asked = {b.split(":")[0] for b in backends or []}
+    for s in sides:
+        if s.image is not None:  # the image's own backend, or one it carries that --backend names
+            names |= (asked & set(s.image.image.backends)) or {s.image.image.backend}
     if not names:
         return None
     if len(names) > 1:
@@ -182,8 +185,8 @@ def side_launcher(side: Side, backend: str, cache: dict, out: Path | None = None
     if side.image is not None:  # the image's own settings: a host path from worker_env means nothing in its container
         from gpuenv.images.worker import image_launcher
 
-        if side.image.image.backend != b.name:
-            how: Any = UserError(f"{side.spec} holds backend {side.image.image.backend}'s environment, not {b.name}'s")
+        if b.name not in side.image.image.backends:
+            how: Any = UserError(f"{side.spec} holds backend {', '.join(side.image.image.backends)}'s environment, not {b.name}'s")
         else:
             how = image_launcher(side.image, {}, (str(out.resolve()),) if out else ())
     elif side.version_set is not None:

@@ -48,11 +48,10 @@ def _ca_bundle() -> str | None:
     return None
 
 
-def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: list[str] | None = None,
-                   stages: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
+def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: list[str] | None = None) -> list[tuple[str, list[str]]]:
     """(image, docker build argv) in dependency order: gpuenv/base first where a named image needs it.
-    bases: {pinned python base: the reference to build on} (the pinned one itself, or a local stand-in);
-    stages: {build arg: image} for the stages gpuenv made first (Image.stages; absent: the Dockerfile's default)."""
+    bases: {pinned python base: the reference to build on} (the pinned one itself, or a local stand-in).
+    An image's stages (Image.stages) are made by `build` just before it builds, their build args added then."""
     from gpuenv import __version__
     from gpuenv.measure.system import git_sha
 
@@ -73,7 +72,6 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
         tags = [f"{img.tag}:latest"]
         pinned = python_base_of(img)
         base = bases.get(pinned, pinned) if pinned else base_of(ROOT / img.dockerfile)
-        args.update({arg: (stages or {})[arg] for arg, _ in img.stages if arg in (stages or {})})
         if img.base_target:
             args["BASE"] = BASE_TAG
         elif pinned:  # its own python base (another Python version): the pinned one or its stand-in
@@ -148,14 +146,9 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
     for pinned, python in python_bases(names).items():
         bases[pinned], source = base_image(docker, pinned, python)
         say(f"base image: {bases[pinned]} ({source})")
-    stages = {}
-    for img in [get_image(n) for n in names] if names else list(images().values()):
-        for arg, maker in img.stages:
-            stages[arg] = resolve(maker)(docker)
-            say(f"stage {arg}: {stages[arg]}")
     env = {**os.environ, "DOCKER_BUILDKIT": "1"}
     out: list[Built] = []
-    for name, cmd in build_commands(names, docker, bases, pins, stages):
+    for name, cmd in build_commands(names, docker, bases, pins):
         ref = cmd[cmd.index("-t") + 1]
         # Before each build, as the ones before it took their space; a rebuild of an image that is
         # here mostly reuses its layers, so it is not held to the whole figure.
@@ -164,6 +157,14 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
             if problem:
                 out.append(Built(name, 2, 0.0, None, refused=problem))
                 break
+        try:  # the stages gpuenv makes for this image (a debootstrapped tree): only when it is built
+            for arg, maker in get_image(name).stages if name != "base" else ():
+                made = resolve(maker)(docker)
+                say(f"stage {arg}: {made}")
+                cmd[-1:-1] = ["--build-arg", f"{arg}={made}"]  # before the context, the last argument
+        except UserError as e:
+            out.append(Built(name, 2, 0.0, None, refused=str(e)))
+            break
         say(f"building {name}: {shlex.join(cmd)}")
         t0 = time.perf_counter()
         rc = subprocess.call(cmd, cwd=ROOT, env=env)

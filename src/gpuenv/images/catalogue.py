@@ -53,6 +53,11 @@ class Image(ImageSpec):
         return cls(**{**fields, "name": name}, backend=backend, packages=packages)
 
     @property
+    def backends(self) -> tuple[str, ...]:
+        """Every backend the image runs: its own, then those it carries."""
+        return (self.backend, *self.carries)
+
+    @property
     def lock(self) -> Path:
         return LOCKS / f"{self.name}.txt"
 
@@ -95,6 +100,8 @@ def get_image(name: str) -> Image:
 
     name = aliases().get(name, name)
     known = images()
+    carrier = next((img.name for img in known.values() if name in img.backends), None)
+    name = name if name in known else carrier or name  # a backend another image carries: that image
     if name not in known:
         raise UserError(f"unknown image '{name}'; images: {', '.join(known)} (see `gpuenv images`)")
     return known[name]

@@ -92,12 +92,76 @@ class Launch:
     stats: bool = True  # the game answers gpuenv's `stats` call (gpuenv's sync nodes; a godot-rl plugin game does not)
     connect_timeout_s: float = 60.0  # godot-rl's own accept timeout
     what: str = "Godot"  # how messages name the game
+    # Run a private copy of the project (Godot 4 writes its .godot/ cache into the project folder, which
+    # may be read-only or shared by several processes), with these override.cfg lines. None: run the
+    # project where it is.
+    copy: str | None = None
 
-    def command(self) -> list[str]:
+    def program_path(self) -> str:
         program = shutil.which(self.program)
         if program is None:
             raise UserError(f"{self.program} is not on PATH: {self.install}")
-        return [program, *(["--path", str(self.project)] if self.project is not None else [])]
+        return program
+
+
+def private_copy(launch: Launch) -> tuple[Launch, Path | None]:
+    """(the launch on a private copy of its project, the folder to remove after), or (launch, None)
+    where it runs the project in place. The copy goes to the system's temporary folder."""
+    import dataclasses
+    import tempfile
+
+    if launch.copy is None or launch.project is None:
+        return launch, None
+    folder = Path(tempfile.mkdtemp(prefix="gpuenv-godot-"))
+    try:
+        project = folder / "project"
+        shutil.copytree(launch.project, project, ignore=shutil.ignore_patterns(".godot", ".import", ".git"))
+        if launch.copy:
+            (project / "override.cfg").write_text(launch.copy)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return dataclasses.replace(launch, project=project), folder
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """Kill a Godot process and whatever it started (a game's launcher script that does not exec
+    leaves the game as its child), then reap it."""
+    import psutil
+
+    try:
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        children = []
+    for c in children:
+        try:
+            c.kill()
+        except psutil.Error:
+            pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def start(launch: Launch, args: list[str]) -> tuple[subprocess.Popen, Any]:
+    """One Godot process of the launch with these flags, connected: (the process, godot-rl's client
+    on its connection). gpuenv listens first (the port is its own before Godot is told it); on any
+    failure the process and what it started are killed and the socket closed."""
+    cmd = [launch.program_path(), *(["--path", str(launch.project)] if launch.project is not None else [])]
+    proc = None
+    try:
+        with socket.socket() as server:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", 0))
+            server.listen(1)
+            port = server.getsockname()[1]
+            # stdout to stderr: the worker's stdout is not for Godot's banner
+            proc = subprocess.Popen([*cmd, f"--port={port}", *args], stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
+            return proc, client(connect(server, proc, launch), launch)
+    except BaseException:
+        if proc is not None:
+            kill_tree(proc)
+        raise
 
 
 def connect(server: socket.socket, proc: subprocess.Popen, launch: Launch) -> socket.socket:
@@ -121,9 +185,11 @@ def connect(server: socket.socket, proc: subprocess.Popen, launch: Launch) -> so
                             "a godot-rl game connects when its Sync node runs in training mode (it reads --port)")
 
 
-def client(conn: socket.socket) -> Any:
+def client(conn: socket.socket, launch: Launch) -> Any:
     """godot-rl's GodotEnv on a connection gpuenv accepted (godot-rl's own would listen and wait itself).
-    Its prints (spaces, banners) go to stderr: a worker's stdout is not for them."""
+    Its prints (spaces, banners) go to stderr: a worker's stdout is not for them. A connection the game
+    closes is a ConnectionError (godot-rl's own reader would spin on it forever); the connection is
+    closed if the client cannot be made."""
     import contextlib
 
     from godot_rl.core.godot_env import GodotEnv
@@ -132,10 +198,58 @@ def client(conn: socket.socket) -> Any:
         def _start_server(self) -> socket.socket:
             return conn
 
-    with contextlib.redirect_stdout(sys.stderr):
-        env = Accepted(env_path=None, port=conn.getsockname()[1])
+        def _get_data(self) -> str:
+            return read_message(self.connection, launch.what)
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            env = Accepted(env_path=None, port=conn.getsockname()[1])
+    except BaseException:
+        conn.close()
+        raise
     atexit.unregister(env._close)  # close() below; godot-rl's would sleep a second
     return env
+
+
+def read_message(conn: socket.socket, what: str) -> str:
+    """One message of godot-rl's protocol: a 4-byte little-endian length, then that many bytes of text."""
+
+    def exactly(n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = conn.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError(f"{what} closed its connection to gpuenv mid-message")
+            buf.extend(chunk)
+        return bytes(buf)
+
+    return exactly(int.from_bytes(exactly(4), "little")).decode()
+
+
+def action_space_of(keys: list[tuple[str, Any]], what: str) -> ActionSpace:
+    """What the harness's random actions are for an agent with these godot-rl action keys: one
+    Discrete action, or every Box action concatenated; one line (UserError) for anything else."""
+    from gymnasium import spaces
+
+    if len(keys) == 1 and isinstance(keys[0][1], spaces.Discrete):
+        return ActionSpace("discrete", n=int(keys[0][1].n))
+    if keys and all(isinstance(sp, spaces.Box) for _, sp in keys):
+        size = sum(int(np.prod(sp.shape)) for _, sp in keys)
+        return ActionSpace("box", low=(-1.0,) * size, high=(1.0,) * size)
+    raise UserError(f"{what}'s agents act through {', '.join(f'{k} ({sp})' for k, sp in keys) or 'nothing'}: gpuenv drives "
+                    "games with one discrete action or continuous ones only")
+
+
+def per_key(keys: list[tuple[str, Any]], actions: np.ndarray) -> list[Any]:
+    """An (agents, size) block of actions as godot-rl's per-key list (its step_send, order_ij False)."""
+    if len(keys) == 1:
+        return [actions]
+    out, at = [], 0
+    for _, sp in keys:
+        n = int(np.prod(sp.shape))
+        out.append(actions[:, at:at + n])
+        at += n
+    return out
 
 
 class GodotPool:
@@ -143,28 +257,21 @@ class GodotPool:
     before any reply is read, so the processes run in parallel."""
 
     def __init__(self, variant: str, num_envs: int, seed: int, launch: Launch | None = None) -> None:
-        self.launch = launch or Launch()
         self.flags = flags(variant)
-        self.per, self.n_procs = layout(num_envs, self.launch.agents)
+        self.per, self.n_procs = layout(num_envs, (launch or Launch()).agents)
         self.num_envs = num_envs
-        base = self.launch.command()
         self.procs: list[subprocess.Popen] = []
         self.envs: list[Any] = []
+        self.launch, self.copy = private_copy(launch or Launch())
         try:
+            agents = [] if self.launch.agents is not None else [f"--n_agents={self.per}"]
             for i in range(self.n_procs):
-                with socket.socket() as server:  # listen first: the port is ours before Godot is told it
-                    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    server.bind(("127.0.0.1", 0))
-                    server.listen(1)
-                    port = server.getsockname()[1]
-                    agents = [] if self.launch.agents is not None else [f"--n_agents={self.per}"]
-                    cmd = [*base, f"--port={port}", f"--env_seed={seed + i * self.per}", "--disable-render-loop", "--headless",
-                           *agents, *self.flags.argv(), *self.launch.args]
-                    # stdout to stderr: the worker's stdout is not for Godot's banner
-                    self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr))
-                    self.envs.append(client(connect(server, self.procs[-1], self.launch)))
-                if self.envs[-1].num_envs != self.per:
-                    raise UserError(f"{self.launch.what} has {self.envs[-1].num_envs} agents in a process, not {self.per}")
+                proc, env = start(self.launch, [f"--env_seed={seed + i * self.per}", "--disable-render-loop", "--headless",
+                                                *agents, *self.flags.argv(), *self.launch.args])
+                self.procs.append(proc)
+                self.envs.append(env)
+                if env.num_envs != self.per:
+                    raise UserError(f"{self.launch.what} has {env.num_envs} agents in a process, not {self.per}")
         except BaseException:
             self.close()
             raise
@@ -178,27 +285,7 @@ class GodotPool:
             self.solver = dict(stats[4]) if len(stats) > 4 else {}
 
     def action_space(self) -> ActionSpace:
-        """What the harness's random actions are: one Discrete action, or every Box action concatenated."""
-        from gymnasium import spaces
-
-        if len(self.keys) == 1 and isinstance(self.keys[0][1], spaces.Discrete):
-            return ActionSpace("discrete", n=int(self.keys[0][1].n))
-        if all(isinstance(sp, spaces.Box) for _, sp in self.keys):
-            size = sum(int(np.prod(sp.shape)) for _, sp in self.keys)
-            return ActionSpace("box", low=(-1.0,) * size, high=(1.0,) * size)
-        raise UserError(f"{self.launch.what}'s agents act through {', '.join(f'{k} ({sp})' for k, sp in self.keys)}: gpuenv drives "
-                        "games with one discrete action or continuous ones only")
-
-    def _per_key(self, actions: np.ndarray) -> list[Any]:
-        """An (agents, size) block of actions as godot-rl's per-key list (its step_send, order_ij False)."""
-        if len(self.keys) == 1:
-            return [actions]
-        out, at = [], 0
-        for _, sp in self.keys:
-            n = int(np.prod(sp.shape))
-            out.append(actions[:, at:at + n])
-            at += n
-        return out
+        return action_space_of(self.keys, self.launch.what)
 
     @staticmethod
     def _obs(o: list[dict]) -> np.ndarray:
@@ -213,7 +300,7 @@ class GodotPool:
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         """actions (num_envs, size) or (num_envs,) -> obs (num_envs, obs size), rewards, dones (num_envs,), infos."""
         for k, env in enumerate(self.envs):
-            env.step_send(self._per_key(actions[k * self.per:(k + 1) * self.per]))
+            env.step_send(per_key(self.keys, actions[k * self.per:(k + 1) * self.per]))
         obs, rew, done, info = [], [], [], []
         for env in self.envs:
             o, r, d, _, i = env.step_recv()
@@ -249,24 +336,29 @@ class GodotPool:
             except OSError:
                 pass
         for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+            kill_tree(p)
         self.envs, self.procs = [], []
+        if self.copy is not None:
+            shutil.rmtree(self.copy, ignore_errors=True)
+            self.copy = None
 
 
 class GodotStepper:
     def __init__(self, case: Case, native: NativeTask, pool: GodotPool | None = None) -> None:
         self.case = case
         self.pool = pool or GodotPool(case.variant, case.num_envs, case.seed)
-        self.pool.reset()
-        self._facts = StepperFacts(
-            native_env_id=native.env_id,
-            obs_shape=native.obs_shape,
-            action_space=self.pool.action_space(),
-            reset_mode=RESET_MODE,
-            details=self.pool.details(),
-        )
+        try:
+            self.pool.reset()
+            self._facts = StepperFacts(
+                native_env_id=native.env_id,
+                obs_shape=native.obs_shape,
+                action_space=self.pool.action_space(),
+                reset_mode=RESET_MODE,
+                details=self.pool.details(),
+            )
+        except BaseException:
+            self.pool.close()
+            raise
         self._since: list[tuple[int, int]] | None = None
         self.i = 0
 

@@ -58,6 +58,6 @@ BACKEND = Backend(
     ppo_env=PpoEnv("gpuenv.backends.godot4.adapter:make_vecenv", variants=("godotphysics-uncapped", "jolt-uncapped")),
     image=Image("Godot 4.6 (Debian sid, GodotPhysics and Jolt) and Godot 3.2 headless + godot-rl's client, SB3", ("ppo",), None,
                 "docker/godot.Dockerfile", no_deps=("godot-rl==0.8.2",), name="godot", suite="godot",
-                stages=(("GODOT4_BASE", "gpuenv.images.base:sid_godot"),)),
+                stages=(("GODOT4_BASE", "gpuenv.images.base:sid_godot"),), carries=("godot",)),
     decision_row="course",
 )

@@ -1,16 +1,15 @@
 """Godot 4 adapter: the godot backend's pool (gpuenv launches Godot, godot-rl's client talks to it)
 with Godot 4, the Godot 4 project and the variant's physics engine.
 
-Each pool runs a private copy of the project (a few KB): Godot 4 writes its `.godot/` cache into
-the project folder, which may be read-only (an image), and the physics engine is a project setting,
-written into the copy's override.cfg. The copy is removed when the pool closes.
+Each pool runs a private copy of the project (a few KB; the godot backend's Launch.copy): Godot 4
+writes its `.godot/` cache into the project folder, which may be read-only (an image), and the
+physics engine is a project setting, written into the copy's override.cfg. The copy is removed
+when the pool closes.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 from gpuenv.backends.base import Case
@@ -37,24 +36,12 @@ class Godot4Pool(GodotPool):
     def __init__(self, variant: str, num_envs: int, seed: int) -> None:
         engine, pacing = split(variant)
         setting, dims = ENGINES[engine]
-        self.copy = Path(tempfile.mkdtemp(prefix="gpuenv-godot4-"))
-        project = self.copy / "project"
-        shutil.copytree(PROJECT, project)
-        if dims == 3:
-            (project / "override.cfg").write_text(f'[physics]\n\n3d/physics_engine="{setting}"\n')
-        try:
-            super().__init__(pacing, num_envs, seed, Launch(PROGRAM, project, (f"--dims={dims}",), INSTALL))
-        except BaseException:
-            shutil.rmtree(self.copy, ignore_errors=True)
-            raise
+        override = f'[physics]\n\n{dims}d/physics_engine="{setting}"\n' if dims == 3 else ""
+        super().__init__(pacing, num_envs, seed, Launch(PROGRAM, PROJECT, (f"--dims={dims}",), INSTALL, copy=override))
         if self.physics_engine != setting:
             self.close()
             raise UserError(f"Godot {self.version} ran {self.physics_engine!r}, not {setting!r}: this Godot build lacks it "
                             "(Jolt is built into Godot 4.4 and later)")
-
-    def close(self) -> None:
-        super().close()
-        shutil.rmtree(self.copy, ignore_errors=True)
 
 
 def open(case: Case, native: NativeTask) -> GodotStepper:  # noqa: A001 - the adapter contract

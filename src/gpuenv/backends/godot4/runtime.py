@@ -24,7 +24,6 @@ SUITE = "sid"  # Debian unstable: the only suite that carries Godot 4 (4.6) toda
 PACKAGES = ("godot",)  # what debootstrap adds to the minimal sid
 LIBS = "usr/lib/x86_64-linux-gnu"  # merged /usr: every library and the loader itself (sid has no other lib dir)
 LIBRARY_DIRS = (LIBS, f"{LIBS}/pulseaudio")
-NEEDED = (LIBS, "usr/bin/godot")  # all the launcher runs: what the image copies
 INSTALL = ("make install as root (debootstraps Debian sid's godot 4.6 into /opt/gpuenv-godot4 and writes "
            "/usr/local/bin/godot4), or put a Godot 4.4+ binary on PATH as godot4")
 

@@ -1,13 +1,13 @@
 """Is the user's env one gpuenv can profile? Run in a process of its own by `gpuenv profile` (the
 user's code never runs in the command's process, and a hang there is cut by a timeout):
 
-    python -m gpuenv.backends.own.check [--connect-timeout=S] SPEC [IMPORT ...]
+    python -m gpuenv.backends.own.check [--connect-timeout=S] [--work=DIR] SPEC [IMPORT ...]
 
 prints one line, MARK + JSON: {"ok": true, spaces, identity} or {"ok": false, "error": "..."}, the
 error one line naming what is wrong (it cannot be made, its reset/step break the Gymnasium API as
 gymnasium.utils.env_checker checks it, or its spaces are ones gpuenv's random actions cannot drive).
 A SPEC that is a path is a godot-rl game, checked by gpuenv.backends.own.godot.check (it must
-connect within S seconds).
+connect within S seconds; a project folder is copied into DIR and run from there).
 """
 
 from __future__ import annotations
@@ -111,18 +111,25 @@ def episode_length(env: Any) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    timeout = 60.0
-    if argv and argv[0].startswith("--connect-timeout="):
-        timeout = float(argv.pop(0).partition("=")[2])
+    timeout, work = 60.0, None
+    while argv and argv[0].startswith(("--connect-timeout=", "--work=")):
+        flag, _, value = argv.pop(0).partition("=")
+        if flag == "--work":
+            work = Path(value)
+        else:
+            timeout = float(value)
     if not argv:
-        print("usage: python -m gpuenv.backends.own.check [--connect-timeout=S] SPEC [IMPORT ...]", file=sys.stderr)
+        print("usage: python -m gpuenv.backends.own.check [--connect-timeout=S] [--work=DIR] SPEC [IMPORT ...]", file=sys.stderr)
         return 2
-    from gpuenv.backends.own.godot import is_game
+    from gpuenv.backends.own.godot import names_a_game
 
-    if is_game(argv[0]):  # a godot-rl game: started once, headless (gpuenv.backends.own.godot)
+    if names_a_game(argv[0]):  # a godot-rl game: started once, headless (gpuenv.backends.own.godot)
         from gpuenv.backends.own.godot import check as check_game
 
-        print(MARK + json.dumps(check_game(argv[0], timeout)), flush=True)
+        if work is None:
+            print(MARK + json.dumps({"ok": False, "error": "a game's check needs --work=DIR (its project's copy goes there)"}))
+            return 0
+        print(MARK + json.dumps(check_game(argv[0], timeout, work)), flush=True)
         return 0
     try:
         for name in argv[1:]:

@@ -11,28 +11,27 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from gpuenv.backends.base import Case
-from gpuenv.backends.godot.adapter import GodotPool, GodotStepper, Launch, client, connect
+from gpuenv.backends.godot.adapter import INSTALL as GODOT3_INSTALL
+from gpuenv.backends.godot.adapter import GodotPool, GodotStepper, Launch, action_space_of, flags, kill_tree, per_key, start
+from gpuenv.backends.godot4.runtime import INSTALL as GODOT4_INSTALL
 from gpuenv.backends.spec import NativeTask
 from gpuenv.tasks import own_env
 
 KIND = "godot"  # the own env's kind for a game (GPUENV_OWN_ENV's "kind"; a Gymnasium env has none)
 PROGRAMS = {5: ("godot4", "Godot 4"), 4: ("godot3-server", "Godot 3")}  # project.godot's config_version -> program
-INSTALLS = {"godot4": "make install as root (Debian sid's Godot 4.6), or put a Godot 4 binary on PATH as godot4",
-            "godot3-server": "apt-get install godot3-server"}
+INSTALLS = {"godot4": GODOT4_INSTALL, "godot3-server": GODOT3_INSTALL}
 SKIP = {".godot", ".import", ".git"}  # caches and history: not what the game is
+PREPARED = ".gpuenv-prepared"  # in the work folder: the project's copy is made and imported
 
 
-def is_game(spec: str) -> bool:
+def names_a_game(spec: str) -> bool:
     """ENV names a game rather than a Gymnasium env: a path that exists, or one written as a path."""
     return Path(spec).exists() or spec.startswith(("/", "./", "../", "~"))
 
@@ -67,11 +66,42 @@ def describe(path: Path) -> dict:
 
 
 def launch_of(own: dict, connect_timeout_s: float = 60.0) -> Launch:
+    """How the pool starts the game: an exported binary as it is; a project folder by its Godot, from
+    the copy `prepare` made (never the user's own folder)."""
     game = own["game"]
-    return Launch(program=game["program"], project=Path(game["project"]) if game["project"] else None,
+    project = game.get("run_project") or game["project"]
+    return Launch(program=game["program"], project=Path(project) if project else None,
                   install=INSTALLS.get(game["program"], "give the path of an exported game binary"),
                   agents=own.get("agents_per_process"), stats=False, connect_timeout_s=connect_timeout_s,
                   what=f"the game {game['path']}")
+
+
+def prepare(game: dict, work: Path, timeout_s: float) -> dict:
+    """A project folder's copy in `work` (the profile's, removed when it ends), for every process of the
+    profile to run: Godot 4 writes its `.godot/` cache into the project, and a Godot 4 project never
+    opened in an editor has no class cache yet, so the copy is `--import`ed once here. The game with
+    "run_project" set; an exported binary as it is."""
+    from gpuenv.errors import UserError
+
+    if not game["project"]:
+        return game
+    copy = work / "project"
+    if (work / PREPARED).exists():  # made already (the command prepares it, the check reuses it)
+        return {**game, "run_project": str(copy)}
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(game["project"], copy, ignore=shutil.ignore_patterns(*SKIP))
+    if game["program"] == "godot4":
+        launch = launch_of({"game": game})
+        try:
+            r = subprocess.run([launch.program_path(), "--headless", "--path", str(copy), "--import"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise UserError(f"the game {game['path']}: Godot's `--import` of the project did not finish within {timeout_s:g} s") from None
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+            raise UserError(f"the game {game['path']}: Godot's `--import` of the project failed ({last[:200]})")
+    (work / PREPARED).touch()
+    return {**game, "run_project": str(copy)}
 
 
 def engine_version(game: dict) -> str | None:
@@ -90,69 +120,44 @@ def engine_version(game: dict) -> str | None:
 LONGEST = 2000  # agent steps the check runs at most to find an episode's length
 
 
-def check(spec: str, connect_timeout_s: float) -> dict:
+def check(spec: str, connect_timeout_s: float, work: Path) -> dict:
     """Start the game once, headless: it connects, says its spaces, resets and steps under random
     actions until an episode ends (or LONGEST steps). The answer `gpuenv profile` records, or
-    {"ok": False, "error": one line}. The game process never outlives this."""
+    {"ok": False, "error": one line}. The game process (and what it started) never outlives this."""
     from gymnasium import spaces
 
+    from gpuenv.backends.base import action_pool
     from gpuenv.errors import UserError
 
     try:
         game = describe(Path(spec))
     except ValueError as e:
         return {"ok": False, "error": str(e)}
-    launch = launch_of({"game": game}, connect_timeout_s)
-    proc = None
-    env = None
+    proc = env = None
     try:
-        base = launch.command()
-        with socket.socket() as server:
-            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            server.bind(("127.0.0.1", 0))
-            server.listen(1)
-            port = server.getsockname()[1]
-            proc = subprocess.Popen([*base, f"--port={port}", "--env_seed=0", "--disable-render-loop", "--headless",
-                                     "--action_repeat=8", "--speedup=1", "--fixed-fps", "60"],
-                                    stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
-            env = client(connect(server, proc, launch))
+        game = prepare(game, work, connect_timeout_s)
+        launch = launch_of({"game": game}, connect_timeout_s)
+        proc, env = start(launch, ["--env_seed=0", "--disable-render-loop", "--headless", *flags("uncapped").argv()])
         agents = int(env.num_envs)
         keys = list(env.action_spaces[0].spaces.items())
         obs_space = env.observation_spaces[0].spaces
         if "obs" not in obs_space or not isinstance(obs_space["obs"], spaces.Box):
             return {"ok": False, "error": f"the game {game['path']} has no vector observation `obs` ({', '.join(obs_space) or 'none'}): "
                                           "gpuenv profiles games whose agents observe a vector (godot-rl's `obs` key)"}
-        if len(keys) == 1 and isinstance(keys[0][1], spaces.Discrete):
-            kind, size = "discrete", int(keys[0][1].n)
-        elif all(isinstance(sp, spaces.Box) for _, sp in keys):
-            kind, size = "box", sum(int(np.prod(sp.shape)) for _, sp in keys)
-        else:
-            return {"ok": False, "error": f"the game {game['path']} acts through {', '.join(f'{k} {sp}' for k, sp in keys)}: gpuenv "
-                                          "drives games with one discrete action or continuous ones only"}
-        rng = np.random.default_rng(0)
-        obs, _ = env.reset()
-        longest = steps = 0
-        ended = False
+        space = action_space_of(keys, launch.what)
+        actions = action_pool(space, agents, 64, 0)
+        env.reset()
+        steps, ended = 0, False
         t0 = time.perf_counter()
         while steps < LONGEST and not ended:
-            if kind == "discrete":
-                act: list[Any] = [rng.integers(0, size, agents)]
-            else:
-                flat = rng.uniform(-1, 1, (agents, size)).astype(np.float32)
-                act, at = [], 0
-                for _, sp in keys:
-                    n = int(np.prod(sp.shape))
-                    act.append(flat[:, at:at + n])
-                    at += n
-            env.step_send(act)
+            env.step_send(per_key(keys, actions[steps % len(actions)]))
             _o, _r, done, _t, _i = env.step_recv()
             steps += 1
-            if any(done):
-                ended, longest = True, steps
+            ended = any(done)
         seconds = time.perf_counter() - t0
     except UserError as e:
         return {"ok": False, "error": str(e)}
-    except (OSError, ValueError, KeyError, TypeError, AssertionError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AssertionError) as e:  # ConnectionError is an OSError
         return {"ok": False, "error": f"the game {game['path']} broke godot-rl's protocol ({type(e).__name__}: {str(e)[:200]})"}
     finally:
         if env is not None:
@@ -160,15 +165,14 @@ def check(spec: str, connect_timeout_s: float) -> dict:
                 env.connection.close()
             except OSError:
                 pass
-        if proc is not None and proc.poll() is None:
-            proc.kill()
         if proc is not None:
-            proc.wait()
+            kill_tree(proc)
     game["engine_version"] = engine_version(game)
-    note = (f"the first episode's end under random actions ({longest} agent steps)" if ended else
+    note = (f"the first episode's end under random actions ({steps} agent steps)" if ended else
             f"no episode ended within {LONGEST} agent steps under random actions")
+    kind, size = (space.kind, space.n) if space.kind == "discrete" else (space.kind, len(space.low))
     return {"ok": True, "kind": KIND, "game": game, "agents_per_process": agents, "obs_shape": [int(np.prod(obs_space["obs"].shape))],
-            "action_kind": kind, "action_size": size, "episode_steps": longest or LONGEST, "episode_note": note,
+            "action_kind": kind, "action_size": size, "episode_steps": steps if ended else LONGEST, "episode_note": note,
             "check_steps_per_s": round(steps * agents / seconds, 1) if seconds > 0 else None,
             "identity": {k: game[k] for k in ("kind", "path", "name", "engine", "engine_version", "sha256") if game.get(k)},
             "spaces": {"observation": f"obs Box({obs_space['obs'].shape}) per agent, {agents} agents a process",

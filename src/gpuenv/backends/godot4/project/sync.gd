@@ -310,7 +310,8 @@ func _engine() -> String:
 	# the physics engine that runs: an unknown name in the setting falls back to Godot's own silently,
 	# and Jolt is there only where the build has its module (its settings exist)
 	if dims == 2:
-		return "GodotPhysics2D"
+		var asked2: String = ProjectSettings.get_setting("physics/2d/physics_engine", "DEFAULT")
+		return "GodotPhysics2D" if asked2 in ["GodotPhysics2D", "DEFAULT", ""] else "%s (2D; not checked by gpuenv)" % asked2
 	var asked: String = ProjectSettings.get_setting("physics/3d/physics_engine", "DEFAULT")
 	if asked == "Jolt Physics" and ProjectSettings.has_setting(JOLT + "velocity_steps"):
 		return asked
