@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	@# gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps. And Debian's
 	@# headless Godot 3.2 where this user can install it.
 	$(BIN)/pip install --quiet --no-deps "godot-rl==0.8.2"
+	@# gymnax backend: gymnax pins gymnasium<1.4 for a helper gpuenv does not use; the modules its
+	@# import needs come with the gymnax extra (in cpu)
+	$(BIN)/pip install --quiet --no-deps "gymnax==1.0.1"
 	@command -v godot3-server >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends godot3-server) >/dev/null; } \
 		|| echo "godot3-server not installed: the godot backend is listed as unavailable (apt-get install godot3-server)"

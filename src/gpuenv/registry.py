@@ -23,6 +23,7 @@ BUILTIN = (
     "gpuenv.backends.envpool",
     "gpuenv.backends.brax",
     "gpuenv.backends.mjx",
+    "gpuenv.backends.gymnax",
     "gpuenv.backends.isaaclab",
     "gpuenv.backends.godot",
     "gpuenv.backends.godot4",

@@ -39,6 +39,7 @@ TASKS: dict[str, Task] = {
         Task("pong", "atari", "Atari Pong, DQN-style preprocessing (84x84 gray, 4 stacked frames, frame skip 4)"),
         Task("cheetah_run", "dm_control", "DeepMind Control Suite cheetah-run", time_limit_only=True),
         Task("cartpole_balance", "dm_control", "DeepMind Control Suite cartpole-balance", time_limit_only=True),
+        Task("breakout_minatar", "minatar", "MinAtar Breakout: a 10x10 Breakout on 4 binary channels (gymnax's JAX version)"),
         Task("ballchase", "game-engine", "BallChase: an agent on a walled plane chases a target point (Godot physics, godot-rl protocol)"),
     ]
 }
