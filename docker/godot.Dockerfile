@@ -48,7 +48,7 @@ COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
 # The godot4 launcher on PATH (the same one `make install` writes on a host), checked by running it.
-RUN python3 -m gpuenv.backends.godot4.runtime && godot4 --headless --version
+RUN python3 -m gpuenv.backends.godot4.install && godot4 --headless --version
 ENV GPUENV_IMAGE=godot \
     GPUENV_GIT_SHA=${GIT_SHA} \
     GPUENV_GIT_DIRTY=${GIT_DIRTY} \

@@ -47,20 +47,21 @@ def game(tmp_path) -> Path:
 def test_profile_of_a_godot4_project_names_the_best_setting_the_bottleneck_and_the_answer(cli, tmp_path, game):
     out = tmp_path / "out"
     before = godot_processes()
-    r = cli("profile", str(game), "--num-envs", "16", "--num-envs", "32", "--speedup", "32", "--time", "240", "--out", str(out),
-            timeout=600)
+    r = cli("profile", str(game), "--num-envs", "16", "--num-envs", "32", "--speedup", "32", "--action-repeat", "4", "--time", "240",
+            "--out", str(out), timeout=600)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     said = _said(r)
     assert "Godot 4 4.6" in said and "16 agents a process" in said
-    for pacing in ("uncapped ", "realtime-x32 "):  # each pacing at 1 and 2 Godot processes, in the table
+    for pacing in ("uncapped-ar4 ", "realtime-x32-ar4 "):  # each pacing at 1 and 2 Godot processes, in the table
         row = next(line for line in r.stdout.splitlines() if line.startswith(pacing))
         assert row.count("(") == 2, row
-    assert "envs = 16 agents per Godot process x processes" in said and "--speedup 32" in said
-    assert "best setting: uncapped at " in said and "there, stepping is limited by: " in said
-    assert "bottleneck: " in said and "pays off above " in said and "training 1.00M env steps with SB3 PPO at uncapped" in said
+    assert "envs = 16 agents per Godot process x processes" in said and "--speedup 32; --action_repeat 4" in said
+    assert "best setting: uncapped-ar4 at " in said and "there, stepping is limited by: " in said
+    assert "bottleneck: " in said and "pays off above " in said and "training 1.00M env steps with SB3 PPO at uncapped-ar4" in said
     recs = [json.loads(p.read_text()) for p in sorted(out.rglob("*.json"))]
     sweep = [x for x in recs if not x["summary"].get("phases")]
-    assert {(x["case"]["variant"], x["case"]["num_envs"]) for x in sweep} == {(v, n) for v in ("uncapped", "realtime-x32") for n in (16, 32)}
+    assert {(x["case"]["variant"], x["case"]["num_envs"]) for x in sweep} == {(v, n) for v in ("uncapped-ar4", "realtime-x32-ar4") for n in (16, 32)}
+    assert all(x["what"]["details"]["action_repeat"] == 4 for x in sweep)
     assert all(x["status"] == "ok" and x["case"]["backend"] == "own" for x in recs)
     env = sweep[0]["what"]["details"]["env"]
     assert env["kind"] == "project" and env["path"] == str(game) and env["engine"] == "Godot 4" and env["engine_version"].startswith("4.6")
@@ -68,7 +69,7 @@ def test_profile_of_a_godot4_project_names_the_best_setting_the_bottleneck_and_t
     details = sweep[0]["what"]["details"]
     assert details["agents_per_process"] == 16 and details["protocol"].startswith("godot-rl")
     (phases,) = [x for x in recs if x["summary"].get("phases")]
-    assert phases["case"]["variant"] == "uncapped" and {"vecenv", "inference", "collect", "learn"} <= set(phases["summary"]["phases"])
+    assert phases["case"]["variant"] == "uncapped-ar4" and {"vecenv", "inference", "collect", "learn"} <= set(phases["summary"]["phases"])
     assert not _left(before)
     s = cli("show", str(out))  # ordinary records
     assert s.returncode == 0 and "Traceback" not in s.stderr, s.stdout + s.stderr
@@ -137,6 +138,9 @@ def test_bad_games_are_one_line_exit_2_and_leave_no_process(cli, tmp_path, make,
         assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 
 
-def test_speedup_is_for_games_only(cli, tmp_path):
-    r = cli("profile", "CartPole-v1", "--speedup", "32", "--out", str(tmp_path))
-    assert r.returncode == 2 and "--speedup is godot-rl's pacing of a Godot game" in r.stderr, r.stdout + r.stderr
+@pytest.mark.parametrize("flag", ["--speedup", "--action-repeat"])
+def test_pacing_is_for_games_only(cli, tmp_path, flag):
+    r = cli("profile", "CartPole-v1", flag, "4", "--out", str(tmp_path))
+    assert r.returncode == 2 and "are godot-rl's pacing of a Godot game" in r.stderr, r.stdout + r.stderr
+    r = cli("profile", "CartPole-v1", flag, "0", "--out", str(tmp_path))
+    assert r.returncode == 2 and f"{flag} 0: give godot-rl's" in r.stderr, r.stdout + r.stderr

@@ -18,7 +18,7 @@ harness as the catalogue's.
 A godot-rl game (ENV a Godot project folder or an exported binary, gpuenv.backends.own.godot) is
 checked by starting it once (it must connect; its agents, spaces and an episode's length are read),
 swept over Godot processes (1, the cores, 4x them, each of the game's agents) uncapped and realtime
-(godot-rl's --speedup), and phased at its fastest uncapped setting through the godot backend's VecEnv.
+(godot-rl's --speedup and --action_repeat), and phased at its fastest uncapped setting through the godot backend's VecEnv.
 
 The budget is kept by not starting a case after it is spent: cases already measured stand; what was
 not run is said. Records go to OUT/<run id>/ with the generated suite beside them.
@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuenv.backends.godot import DEFAULT_ACTION_REPEAT, DEFAULT_SPEEDUP
 from gpuenv.errors import UserError
 from gpuenv.results.schema import Record
 
@@ -47,6 +46,18 @@ POLICY_VARIANTS = ("dummy", "subproc")  # the shared PPO trainer's vectorisers (
 PORT_HOURS = 40.0  # the default porting effort the "pays off above" answer assumes (--port-hours)
 PHASES = ("vecenv", "inference", "collect", "learn")
 CHECK_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class GamePacing:
+    """A Godot game's pacing flags, as godot-rl passes them: --speedup (realtime), --action_repeat (both)."""
+
+    speedup: int | None = None  # None: the godot backend's default
+    action_repeat: int | None = None
+
+    def variants(self) -> list[str]:
+        ar = f"-ar{self.action_repeat}" if self.action_repeat else ""
+        return ["uncapped" + ar, (f"realtime-x{self.speedup}" if self.speedup else "realtime") + ar]
 
 
 class BudgetSpent(Exception):
@@ -86,7 +97,7 @@ def check_spec(spec: str) -> None:
             raise UserError(f"ENV {spec!r}: an entry point is module:factory (e.g. mypkg.envs:make_env), a callable that returns a gymnasium.Env")
 
 
-def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, speedup: int | None = None,
+def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, pacing: GamePacing = GamePacing(),
              work: Path | None = None) -> dict:
     """Make and check the env in a process of its own (a game: its project copied into `work` and
     imported here, then started once by the check); its description for GPUENV_OWN_ENV, or UserError."""
@@ -98,8 +109,9 @@ def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, 
         raise UserError(f"--import is for Gymnasium envs; {spec} is a Godot game (a path): leave --import out")
     if not game:
         check_spec(spec)
-        if speedup is not None:
-            raise UserError("--speedup is godot-rl's pacing of a Godot game: give ENV as a game's path, or leave --speedup out")
+        if pacing != GamePacing():
+            raise UserError("--speedup and --action-repeat are godot-rl's pacing of a Godot game: give ENV as a game's path, "
+                            "or leave them out")
     for name in imports:
         if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
             raise UserError(f"--import {name!r}: a module name (e.g. mypkg or mypkg.envs), imported before the env is made")
@@ -143,7 +155,7 @@ def identify(spec: str, imports: list[str], timeout_s: float = CHECK_TIMEOUT_S, 
     own = {"task": task_name(found["game"]["name"] if game else spec), "spec": spec, "imports": imports,
            **{k: v for k, v in found.items() if k != "ok"}}
     if game:
-        own["variants"] = ["uncapped", f"realtime-x{speedup}" if speedup else "realtime"]
+        own["variants"] = pacing.variants()
     return own
 
 
@@ -250,7 +262,7 @@ def analyse(p: Profile) -> Profile:
 
 
 def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, out: Path, num_envs: list[int] | None = None,
-        progress: Any = None, on_start: Any = lambda prof, keys: None, speedup: int | None = None,
+        progress: Any = None, on_start: Any = lambda prof, keys: None, pacing: GamePacing = GamePacing(),
         port_hours: float = PORT_HOURS) -> Profile:
     """Check the env, run the sweep and the phases within budget_s seconds, analyse. `progress(mode,
     keys)`: a context manager giving each plan's event handler (the CLI's progress bar); `on_start(profile,
@@ -261,11 +273,11 @@ def run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, ou
     # a game's project is copied (and imported) here once, every process of the profile runs that copy
     with tempfile.TemporaryDirectory(prefix="gpuenv-game-") as work:
         return _run(spec, imports, budget_s=budget_s, budget_steps=budget_steps, out=out, num_envs=num_envs, progress=progress,
-                    on_start=on_start, speedup=speedup, port_hours=port_hours, work=Path(work))
+                    on_start=on_start, pacing=pacing, port_hours=port_hours, work=Path(work))
 
 
 def _run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, out: Path, num_envs: list[int] | None,
-         progress: Any, on_start: Any, speedup: int | None, port_hours: float, work: Path) -> Profile:
+         progress: Any, on_start: Any, pacing: GamePacing, port_hours: float, work: Path) -> Profile:
     import contextlib
 
     def quiet(_mode: Any, _keys: list[str]) -> Any:
@@ -278,7 +290,7 @@ def _run(spec: str, imports: list[str], *, budget_s: float, budget_steps: int, o
     from gpuenv.tasks import OWN_ENV
 
     deadline = time.monotonic() + budget_s
-    own = identify(spec, imports, min(CHECK_TIMEOUT_S, budget_s / 2), speedup, work)  # the check is part of the time given
+    own = identify(spec, imports, min(CHECK_TIMEOUT_S, budget_s / 2), pacing, work)  # the check is part of the time given
     os.environ[OWN_ENV] = json.dumps(own)  # the own backend, the task and every worker read it from here
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     sizes = sorted(set(num_envs)) if num_envs else sizes_for(cores, own)
@@ -364,9 +376,11 @@ def report_lines(p: Profile) -> list[str]:
             lines.append(v.ljust(width) + " | " + " | ".join(_cell(by.get((v, n))) for n in sizes))
         if is_game(p.own):
             per = p.own["agents_per_process"]
+            from gpuenv.backends.godot.adapter import flags
+
+            realtime = flags(variants[1])
             lines.append(f"(envs = {per} agents per Godot process x processes; uncapped: frames back to back, --fixed-fps 60; "
-                         f"realtime: godot-rl's pacing, --speedup {variants[1].partition('-x')[2] or DEFAULT_SPEEDUP}, "
-                         f"--action_repeat {DEFAULT_ACTION_REPEAT})")
+                         f"realtime: godot-rl's pacing, --speedup {realtime.speedup}; --action_repeat {realtime.action_repeat})")
         else:
             lines.append("(dummy, subproc: SB3's DummyVecEnv, SubprocVecEnv; sync, async: Gymnasium's SyncVectorEnv, AsyncVectorEnv)")
     if p.not_run:

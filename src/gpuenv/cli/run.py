@@ -523,6 +523,8 @@ def profile(
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="replaces the sweep's sizes (1, the cores, 4x and 16x them)")] = None,
     out: Annotated[str, typer.Option("--out", "-o", help="records go to OUT/<run id>/ (the sweep) and OUT/<run id>/ (the phases)")] = "results/profile",
     speedup: Annotated[int | None, typer.Option("--speedup", help="a Godot game's realtime pacing: godot-rl's --speedup (default 20)")] = None,
+    action_repeat: Annotated[int | None, typer.Option("--action-repeat", help="a Godot game's physics ticks per agent step: godot-rl's "
+                                                                             "--action_repeat (default 8)")] = None,
     port_hours: Annotated[float, typer.Option("--port-hours", help="hours a port to a batched simulator would take you: the answer says "
                                                                     "above which training budget it pays off")] = 40.0,
 ) -> None:
@@ -538,8 +540,9 @@ def profile(
     for n in num_envs or []:
         if not 1 <= n <= 4096:
             raise UserError(f"--num-envs {n}: give sizes from 1 to 4096")
-    if speedup is not None and not 1 <= speedup <= 1000:
-        raise UserError(f"--speedup {speedup}: give godot-rl's speedup, 1 to 1000")
+    for flag, value in (("--speedup", speedup), ("--action-repeat", action_repeat)):
+        if value is not None and not 1 <= value <= 1000:
+            raise UserError(f"{flag} {value}: give godot-rl's {flag.lstrip('-').replace('-', '_')}, 1 to 1000")
     if not 0 < port_hours <= 100_000:
         raise UserError(f"--port-hours {port_hours:g}: give the hours a port would take, more than 0")
     written: list[list[Record]] = []  # per plan run: the sweep, then the phases
@@ -560,7 +563,7 @@ def profile(
     with interruptible():
         try:
             found = pm.run(env, imports or [], budget_s=time_s, budget_steps=steps, out=out_dir(out), num_envs=num_envs,
-                           progress=progress, on_start=started, speedup=speedup, port_hours=port_hours)
+                           progress=progress, on_start=started, pacing=pm.GamePacing(speedup, action_repeat), port_hours=port_hours)
             INTERRUPT.check()
         except KeyboardInterrupt:
             kept = sum(len(w) for w in written)

@@ -7,13 +7,12 @@ wrapper is left to outlive it). The gpuenv/godot image carries the same tree at 
 other Godot 4.4+ build (an official download, an export template's editor) works too: put it on
 PATH as `godot4`.
 
-    python -m gpuenv.backends.godot4.runtime    # install where it can, else say how (never fails)
+    python -m gpuenv.backends.godot4.install    # install where it can, else say how (never fails)
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -63,8 +62,3 @@ def install(root: Path = RUNTIME) -> str:
     except (UserError, OSError) as e:
         return f"{PROGRAM} not installed, the godot4 backend is listed as unavailable: {e} ({INSTALL})"
     return f"{PROGRAM}: Debian {SUITE}'s Godot installed in {root}, launcher {LAUNCHER}"
-
-
-if __name__ == "__main__":
-    print(install())
-    sys.exit(0)

@@ -55,7 +55,7 @@ def declare() -> Backend:
 
 
 def declare_game(own: dict) -> Backend:
-    from gpuenv.backends.godot import DEFAULT_SPEEDUP
+    from gpuenv.backends.godot.adapter import flags
     from gpuenv.backends.own.godot import INSTALLS
 
     game = own["game"]
@@ -70,8 +70,8 @@ def declare_game(own: dict) -> Backend:
         install_hint=INSTALLS.get(game["program"], ""),
         variants=variants,
         description="your own godot-rl game (gpuenv profile PATH), in Godot processes of its agents",
-        variant_notes={v: ("frames back to back (--fixed-fps 60)" if v.startswith("uncapped") else
-                           f"godot-rl's pacing, speedup {v.partition('-x')[2] or DEFAULT_SPEEDUP}") for v in variants},
+        variant_notes={v: (f"frames back to back (--fixed-fps 60), action_repeat {flags(v).action_repeat}" if v.startswith("uncapped") else
+                           f"godot-rl's pacing, speedup {flags(v).speedup}, action_repeat {flags(v).action_repeat}") for v in variants},
         packages=("godot-rl",),
         library="godot-rl",
         tasks={own["task"]: native_task(own)},
