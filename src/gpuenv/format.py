@@ -38,7 +38,9 @@ def duration(s: float) -> str:
 # in the registry's order, so a backend keeps its colour across figures and sites).
 _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
             "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
-            "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d"]
+            "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#b15928", "#6a3d9a", "#fb9a99",
+            "#b2df8a", "#cab2d6", "#fdbf6f", "#a6cee3", "#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
+            "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f"]
 _COLOURS: dict[str, str] = {}
 
 
