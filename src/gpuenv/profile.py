@@ -65,9 +65,9 @@ class BudgetSpent(Exception):
 
 
 def is_game(own: dict) -> bool:
-    from gpuenv.backends.own.godot import KIND
+    from gpuenv.backends.own import GAME_KIND
 
-    return own.get("kind") == KIND
+    return own.get("kind") == GAME_KIND
 
 
 def sweep_variants(own: dict) -> tuple[str, ...]:

@@ -71,14 +71,20 @@ def build_local_python_base(docker: str, python: str, tag: str) -> None:
 def build_local_base(docker: str) -> None:
     """Debian bookworm (minbase + python3, venv, CA certificates) with debootstrap, `docker import`ed
     as LOCAL_BASE: a stand-in for python:3.11-slim-bookworm where Docker Hub is out of reach."""
+    import_debootstrapped(docker, "bookworm", ("python3", "python3-venv", "ca-certificates"), LOCAL_BASE, "the local python base")
+
+
+def import_debootstrapped(docker: str, suite: str, include: tuple[str, ...], tag: str, why: str) -> None:
+    """A minimal Debian `suite` with `include`, made with debootstrap in a temporary folder and
+    `docker import`ed as `tag`."""
     import tempfile
 
     from gpuenv.debian import debootstrap
 
     with tempfile.TemporaryDirectory(prefix="gpuenv-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
-        debootstrap("bookworm", root, ("python3", "python3-venv", "ca-certificates"), "the local python base")
-        import_tree(docker, root, LOCAL_BASE)
+        debootstrap(suite, root, include, why)
+        import_tree(docker, root, tag)
 
 
 def import_tree(docker: str, root: Path, tag: str) -> None:
@@ -100,18 +106,12 @@ def sid_godot(docker: str) -> str:
     moves daily, so there is no digest worth pinning: the records carry the Godot version that ran).
     This machine's runtime tree where it has one (`make install`), else a fresh debootstrap; imported
     once as LOCAL_SID_GODOT and reused until removed."""
-    import tempfile
-
     from gpuenv.backends.godot4.runtime import PACKAGES, RUNTIME, SUITE
-    from gpuenv.debian import debootstrap
 
     if _run([docker, "image", "inspect", LOCAL_SID_GODOT]).returncode == 0:
         return LOCAL_SID_GODOT
     if (RUNTIME / "usr/bin/godot").is_file():
         import_tree(docker, RUNTIME, LOCAL_SID_GODOT)
-        return LOCAL_SID_GODOT
-    with tempfile.TemporaryDirectory(prefix="gpuenv-rootfs-") as tmp:
-        root = Path(tmp) / "rootfs"
-        debootstrap(SUITE, root, PACKAGES, "the Godot 4 stage of its image")
-        import_tree(docker, root, LOCAL_SID_GODOT)
+    else:
+        import_debootstrapped(docker, SUITE, PACKAGES, LOCAL_SID_GODOT, "the Godot 4 stage of its image")
     return LOCAL_SID_GODOT

@@ -150,15 +150,16 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
     out: list[Built] = []
     for name, cmd in build_commands(names, docker, bases, pins):
         ref = cmd[cmd.index("-t") + 1]
+        img = get_image(name) if name != "base" else None
         # Before each build, as the ones before it took their space; a rebuild of an image that is
         # here mostly reuses its layers, so it is not held to the whole figure.
-        if name != "base" and not local_image_id(ref, docker):
-            problem = room_problem(name, get_image(name).build_gb, docker_free(docker))
+        if img is not None and not local_image_id(ref, docker):
+            problem = room_problem(name, img.build_gb, docker_free(docker))
             if problem:
                 out.append(Built(name, 2, 0.0, None, refused=problem))
                 break
         try:  # the stages gpuenv makes for this image (a debootstrapped tree): only when it is built
-            for arg, maker in get_image(name).stages if name != "base" else ():
+            for arg, maker in img.stages if img is not None else ():
                 made = resolve(maker)(docker)
                 say(f"stage {arg}: {made}")
                 cmd[-1:-1] = ["--build-arg", f"{arg}={made}"]  # before the context, the last argument

@@ -18,7 +18,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from gpuenv.errors import Unsupported, UserError
 PROJECT = Path(__file__).resolve().parent / "project"
 PROGRAM = "godot3-server"
 INSTALL = "apt-get install godot3-server"
+CACHES = (".godot", ".import", ".git")  # a project's caches and history: never copied, never what the game is
 RESET_MODE = ("Godot resets a finished agent itself inside the step; the observation sent with done is the next "
               "episode's first, the final one comes in info (gpuenv's sync node; godot-rl's own plugin sends none)")
 
@@ -115,7 +115,7 @@ def private_copy(launch: Launch) -> tuple[Launch, Path | None]:
     folder = Path(tempfile.mkdtemp(prefix="gpuenv-godot-"))
     try:
         project = folder / "project"
-        shutil.copytree(launch.project, project, ignore=shutil.ignore_patterns(".godot", ".import", ".git"))
+        shutil.copytree(launch.project, project, ignore=shutil.ignore_patterns(*CACHES))
         if launch.copy:
             (project / "override.cfg").write_text(launch.copy)
     except BaseException:
@@ -167,10 +167,10 @@ def start(launch: Launch, args: list[str]) -> tuple[subprocess.Popen, Any]:
 def connect(server: socket.socket, proc: subprocess.Popen, launch: Launch) -> socket.socket:
     """The game's connection to gpuenv's listening socket, watching the process meanwhile: one line
     (UserError) if it exits first or does not connect in time (the caller kills it)."""
-    deadline = time.monotonic() + launch.connect_timeout_s
-    server.settimeout(0.1)
+    wait = 0.1
+    server.settimeout(wait)  # the wait is counted in these accept timeouts: the harness owns the clock
     port = server.getsockname()[1]
-    while True:
+    for _ in range(max(1, round(launch.connect_timeout_s / wait))):
         try:
             conn, _ = server.accept()
             conn.settimeout(None)
@@ -180,9 +180,8 @@ def connect(server: socket.socket, proc: subprocess.Popen, launch: Launch) -> so
         if proc.poll() is not None:
             raise UserError(f"{launch.what} exited (code {proc.returncode}) without connecting to gpuenv on 127.0.0.1:{port}: "
                             "is it a godot-rl game (a Sync node in training mode), and does it run headless here?")
-        if time.monotonic() > deadline:
-            raise UserError(f"{launch.what} did not connect to gpuenv on 127.0.0.1:{port} within {launch.connect_timeout_s:g} s: "
-                            "a godot-rl game connects when its Sync node runs in training mode (it reads --port)")
+    raise UserError(f"{launch.what} did not connect to gpuenv on 127.0.0.1:{port} within {launch.connect_timeout_s:g} s: "
+                    "a godot-rl game connects when its Sync node runs in training mode (it reads --port)")
 
 
 def client(conn: socket.socket, launch: Launch) -> Any:

@@ -23,14 +23,13 @@ def native_task(own: dict) -> NativeTask:
                                                     own.get("episode_note")])))
 
 
+GAME_KIND = "godot"  # GPUENV_OWN_ENV's "kind" for a godot-rl game (gpuenv.backends.own.godot); a Gymnasium env has none
 GAME_VARIANTS = ("uncapped", "realtime")  # the godot backend's pacings (realtime-xS with --speedup S)
 
 
 def declare() -> Backend:
     own = own_env()
-    from gpuenv.backends.own.godot import KIND
-
-    if own is not None and own.get("kind") == KIND:
+    if own is not None and own.get("kind") == GAME_KIND:
         return declare_game(own)
     return Backend(
         name="own",

@@ -12,22 +12,20 @@ import hashlib
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 
 from gpuenv.backends.base import Case
+from gpuenv.backends.godot.adapter import CACHES, GodotPool, GodotStepper, Launch, action_space_of, flags, kill_tree, per_key, start
 from gpuenv.backends.godot.adapter import INSTALL as GODOT3_INSTALL
-from gpuenv.backends.godot.adapter import GodotPool, GodotStepper, Launch, action_space_of, flags, kill_tree, per_key, start
 from gpuenv.backends.godot4.runtime import INSTALL as GODOT4_INSTALL
+from gpuenv.backends.own import GAME_KIND
 from gpuenv.backends.spec import NativeTask
 from gpuenv.tasks import own_env
 
-KIND = "godot"  # the own env's kind for a game (GPUENV_OWN_ENV's "kind"; a Gymnasium env has none)
 PROGRAMS = {5: ("godot4", "Godot 4"), 4: ("godot3-server", "Godot 3")}  # project.godot's config_version -> program
 INSTALLS = {"godot4": GODOT4_INSTALL, "godot3-server": GODOT3_INSTALL}
-SKIP = {".godot", ".import", ".git"}  # caches and history: not what the game is
 PREPARED = ".gpuenv-prepared"  # in the work folder: the project's copy is made and imported
 
 
@@ -51,7 +49,7 @@ def describe(path: Path) -> dict:
             raise ValueError(f"{cfg}: config_version {version or '?'} is neither Godot 4's (5) nor Godot 3's (4)")
         program, engine = PROGRAMS[version]
         name = re.search(r'^config/name\s*=\s*"([^"]*)"', text, re.M)
-        files = sorted(p for p in path.rglob("*") if p.is_file() and not SKIP & set(p.relative_to(path).parts))
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not set(CACHES) & set(p.relative_to(path).parts))
         digest = hashlib.sha256()
         for f in files:
             digest.update(str(f.relative_to(path)).encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
@@ -89,7 +87,7 @@ def prepare(game: dict, work: Path, timeout_s: float) -> dict:
     if (work / PREPARED).exists():  # made already (the command prepares it, the check reuses it)
         return {**game, "run_project": str(copy)}
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(game["project"], copy, ignore=shutil.ignore_patterns(*SKIP))
+    shutil.copytree(game["project"], copy, ignore=shutil.ignore_patterns(*CACHES))
     if game["program"] == "godot4":
         launch = launch_of({"game": game})
         try:
@@ -148,13 +146,11 @@ def check(spec: str, connect_timeout_s: float, work: Path) -> dict:
         actions = action_pool(space, agents, 64, 0)
         env.reset()
         steps, ended = 0, False
-        t0 = time.perf_counter()
         while steps < LONGEST and not ended:
             env.step_send(per_key(keys, actions[steps % len(actions)]))
             _o, _r, done, _t, _i = env.step_recv()
             steps += 1
             ended = any(done)
-        seconds = time.perf_counter() - t0
     except UserError as e:
         return {"ok": False, "error": str(e)}
     except (OSError, ValueError, KeyError, TypeError, AssertionError) as e:  # ConnectionError is an OSError
@@ -171,9 +167,8 @@ def check(spec: str, connect_timeout_s: float, work: Path) -> dict:
     note = (f"the first episode's end under random actions ({steps} agent steps)" if ended else
             f"no episode ended within {LONGEST} agent steps under random actions")
     kind, size = (space.kind, space.n) if space.kind == "discrete" else (space.kind, len(space.low))
-    return {"ok": True, "kind": KIND, "game": game, "agents_per_process": agents, "obs_shape": [int(np.prod(obs_space["obs"].shape))],
+    return {"ok": True, "kind": GAME_KIND, "game": game, "agents_per_process": agents, "obs_shape": [int(np.prod(obs_space["obs"].shape))],
             "action_kind": kind, "action_size": size, "episode_steps": steps if ended else LONGEST, "episode_note": note,
-            "check_steps_per_s": round(steps * agents / seconds, 1) if seconds > 0 else None,
             "identity": {k: game[k] for k in ("kind", "path", "name", "engine", "engine_version", "sha256") if game.get(k)},
             "spaces": {"observation": f"obs Box({obs_space['obs'].shape}) per agent, {agents} agents a process",
                        "action": ", ".join(f"{k} {sp}" for k, sp in keys)}}
@@ -181,7 +176,7 @@ def check(spec: str, connect_timeout_s: float, work: Path) -> dict:
 
 def _own() -> dict:
     own = own_env()
-    if own is None or own.get("kind") != KIND:
+    if own is None or own.get("kind") != GAME_KIND:
         raise RuntimeError("the own backend runs a game only under `gpuenv profile PATH` (GPUENV_OWN_ENV names none)")
     return own
 
