@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 	@# gymnax backend: gymnax pins gymnasium<1.4 for a helper gpuenv does not use; the modules its
 	@# import needs come with the gymnax extra (in cpu)
 	$(BIN)/pip install --quiet --no-deps "gymnax==1.0.1"
+	@# pufferlib backend: pufferlib-core pins torch==2.9.0 for a CUDA kernel its vectoriser never imports
+	$(BIN)/pip install --quiet --no-deps "pufferlib-core==3.0.23"
 	@command -v godot3-server >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends godot3-server) >/dev/null; } \
 		|| echo "godot3-server not installed: the godot backend is listed as unavailable (apt-get install godot3-server)"

@@ -108,7 +108,7 @@ def _open(backend: str, task: str, num_envs: int = 2):
     return info.load().open(Case(backend, info.variants[-1 if backend == "gymnasium" else 0], task, num_envs, 3), default_registry().native(task, backend))
 
 
-@pytest.mark.parametrize("backend", ["gymnasium", "envpool"])
+@pytest.mark.parametrize("backend", ["gymnasium", "envpool", "pufferlib"])
 def test_host_catalogue_matches_real_envs(backend):
     """Every task the catalogue says a host backend offers opens with the declared sizes."""
     need(backend)

@@ -24,8 +24,9 @@ if not ENGINE:
     pytest.skip("no Docker engine running here (client only, or none): .ci/run starts Debian's dockerd", allow_module_level=True)
 
 CPU_IMAGES = ("gymnasium", "envpool", "godot")
-# the backends each image's smoke run covers: gpuenv/godot carries Godot 4.6 (godot4) and Godot 3.2 (godot)
-RUNS = {"gymnasium": ("gymnasium",), "envpool": ("envpool",), "godot": ("godot4", "godot")}
+# the backends each image's smoke run covers: gpuenv/godot carries Godot 4.6 (godot4) and Godot 3.2 (godot),
+# gpuenv/gymnasium PufferLib's vectoriser
+RUNS = {"gymnasium": ("gymnasium", "pufferlib"), "envpool": ("envpool",), "godot": ("godot4", "godot")}
 
 
 @pytest.fixture(scope="module")

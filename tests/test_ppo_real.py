@@ -102,7 +102,28 @@ def test_envpool_vecenv_marks_truncation():
     assert truncated >= 4
 
 
-@pytest.mark.parametrize(("backend", "variant", "task"), [("brax", "positional", "inverted_pendulum"), ("mjx", "jax", "halfcheetah")])
+def test_envpool_vecenv_flattens_dm_controls_dict_observations():
+    """EnvPool's dm_control tasks observe a dict (position, velocity): the VecEnv hands SB3 one float32
+    vector in the space's key order, resets included (was: SB3 refused the dict for MlpPolicy)."""
+    from gpuenv.backends.envpool.ppo import EnvPoolVecEnv
+
+    need("envpool")
+    default_registry().get("envpool").load()
+    import envpool
+
+    kw = {"env_type": "gymnasium", "num_envs": 2, "batch_size": 2, "seed": 3, "max_episode_steps": 5}
+    raw, venv = envpool.make("CartpoleBalance-v1", **kw), EnvPoolVecEnv(envpool.make("CartpoleBalance-v1", **kw))
+    assert venv.observation_space.shape == (5,) and venv.observation_space.dtype == np.float32
+    first, (want, info) = venv.reset(), raw.reset()
+    assert list(want) == ["position", "velocity"] and first.dtype == np.float32
+    np.testing.assert_allclose(first[info["env_id"]], np.concatenate([want["position"], want["velocity"]], axis=1), rtol=1e-6)
+    for _ in range(5):
+        obs, _r, dones, infos = venv.step(np.zeros((2, 1), np.float32))
+    assert dones.all() and obs.shape == (2, 5) and all(i["terminal_observation"].shape == (5,) for i in infos)
+
+
+@pytest.mark.parametrize(("backend", "variant", "task"), [("brax", "positional", "inverted_pendulum"), ("mjx", "jax", "halfcheetah"),
+                                                          ("playground", "jax", "cartpole_balance")])
 def test_jax_vecenv_keeps_sb3_semantics(backend, variant, task):
     need(backend)
     make_vecenv = resolve(default_registry().get(backend).ppo_env.factory)

@@ -24,6 +24,8 @@ BUILTIN = (
     "gpuenv.backends.brax",
     "gpuenv.backends.mjx",
     "gpuenv.backends.gymnax",
+    "gpuenv.backends.playground",
+    "gpuenv.backends.pufferlib",
     "gpuenv.backends.isaaclab",
     "gpuenv.backends.godot",
     "gpuenv.backends.godot4",

@@ -26,7 +26,7 @@ GPU_IMAGES = ("brax", "mjx", "isaaclab")
 # Each image's smallest suite: the smoke suite, or Isaac Lab's own at one small case (Newton on the CPU).
 SMOKE = {
     "brax": ["--suite", "smoke", "--backend", "brax"],
-    "mjx": ["--suite", "smoke", "--backend", "mjx"],
+    "mjx": ["--suite", "smoke", "--backend", "mjx", "--backend", "playground"],  # gpuenv/mjx carries MuJoCo Playground
     "isaaclab": ["--suite", "isaaclab", "--task", "cartpole", "--num-envs", "16"],
 }
 

@@ -60,6 +60,23 @@ def make_chunk(step_fn, chunk_steps: int):
     return jax.jit(chunk)
 
 
+def brax_style_stepper(env, state, action_size: int, native_env_id: str, chunk_steps: int, reset_mode: str, device: str, details: dict):
+    """A ScanStepper over a vmapped Brax-style env (Brax, Playground): actions in [-1, 1] on every
+    dimension, the observation shape read from the reset state (not env.observation_size: Brax
+    computes it by running reset eagerly, 13 s on CPU)."""
+    from gpuenv.backends.base import ActionSpace, StepperFacts
+
+    facts = StepperFacts(
+        native_env_id=native_env_id,
+        obs_shape=tuple(int(x) for x in state.obs.shape[1:]),
+        action_space=ActionSpace("box", low=(-1.0,) * action_size, high=(1.0,) * action_size),
+        reset_mode=reset_mode,
+        device=device,
+        details=details,
+    )
+    return ScanStepper(make_chunk(env.step, chunk_steps), state, facts)
+
+
 class ScanStepper:
     """Runs a jitted chunk `loops` times without blocking; sync() waits for the device."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv, Trainer
 
-_BRAX_PPO_KEYS = frozenset(
+# Brax PPO's hyperparameters (brax.training.agents.ppo.train): Playground's native trainer takes them too.
+BRAX_PPO_KEYS = frozenset(
     "learning_rate entropy_cost discounting unroll_length batch_size num_minibatches num_updates_per_batch "
     "reward_scaling normalize_observations clipping_epsilon gae_lambda max_grad_norm action_repeat "
     "num_resets_per_eval".split()
@@ -38,7 +39,7 @@ BACKEND = Backend(
         Trainer(
             "brax_ppo",
             "brax.training.agents.ppo (JAX): Brax's native trainer",
-            _BRAX_PPO_KEYS,
+            BRAX_PPO_KEYS,
             "gpuenv.backends.brax.ppo:train",
             needs=("brax", "jax"),
             extra="brax",

@@ -10,8 +10,8 @@ import jax
 from brax import envs
 from brax.envs.wrappers import training
 
-from gpuenv.backends._jax import ScanStepper, device_facts, make_chunk
-from gpuenv.backends.base import ActionSpace, Case, StepperFacts
+from gpuenv.backends._jax import ScanStepper, brax_style_stepper, device_facts
+from gpuenv.backends.base import Case
 from gpuenv.backends.spec import NativeTask
 
 RESET_MODE = "auto-reset to each env's cached first state (Brax AutoResetWrapper), inside the scan"
@@ -55,8 +55,6 @@ def _open(case: Case, native: NativeTask, *, resets: bool) -> ScanStepper:
         env = training.VmapWrapper(base)
     keys = jax.random.split(jax.random.PRNGKey(case.seed), case.num_envs)
     state = jax.block_until_ready(jax.jit(env.reset)(keys))
-    # Brax actions are in [-1, 1] for every env it ships.
-    space = ActionSpace("box", low=(-1.0,) * env.action_size, high=(1.0,) * env.action_size)
     details.update(
         brax=brax.__version__,
         pipeline=case.variant,
@@ -66,14 +64,5 @@ def _open(case: Case, native: NativeTask, *, resets: bool) -> ScanStepper:
         control_dt_s=float(base.dt),
         episode_length=native.episode_steps if resets else None,
     )
-    facts = StepperFacts(
-        native_env_id=native.env_id,
-        # not env.observation_size: Brax computes it by running reset eagerly (13 s on CPU)
-        obs_shape=tuple(int(x) for x in state.obs.shape[1:]),
-        action_space=space,
-        reset_mode=RESET_MODE if resets else NO_RESETS,
-        device=device,
-        details=details,
-    )
-    return ScanStepper(make_chunk(env.step, case.chunk_steps), state, facts)
-
+    # Brax actions are in [-1, 1] for every env it ships.
+    return brax_style_stepper(env, state, env.action_size, native.env_id, case.chunk_steps, RESET_MODE if resets else NO_RESETS, device, details)

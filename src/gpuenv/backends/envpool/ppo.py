@@ -44,10 +44,22 @@ class EnvPoolVecEnv(NoSubEnvs, VecEnv):
         if cfg["batch_size"] not in (0, cfg["num_envs"]):
             raise ValueError("EnvPoolVecEnv needs sync mode (batch_size == num_envs); SB3 steps every env at once")
         self.pool = pool
-        super().__init__(cfg["num_envs"], pool.observation_space, pool.action_space)
+        space = pool.observation_space
+        # dm_control tasks observe a dict of arrays: flattened in the space's key order (dm_control's
+        # own flattening, and the order Playground's ports concatenate them in) into one float vector.
+        self._keys: list[str] | None = None
+        if hasattr(space, "spaces") and isinstance(space.spaces, dict):
+            import gymnasium
+
+            self._keys = list(space.spaces)
+            size = gymnasium.spaces.flatdim(space)  # EnvPool's dm_control bounds are not usable (low 2.2e-308)
+            space = gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+        super().__init__(cfg["num_envs"], space, pool.action_space)
         self._actions: np.ndarray | None = None
 
-    def _ordered(self, obs: np.ndarray, env_id: np.ndarray) -> np.ndarray:
+    def _ordered(self, obs, env_id: np.ndarray) -> np.ndarray:
+        if self._keys is not None:
+            obs = np.concatenate([np.asarray(obs[k], dtype=np.float32).reshape(len(env_id), -1) for k in self._keys], axis=1)
         out = np.empty((self.num_envs, *obs.shape[1:]), dtype=obs.dtype)
         out[env_id] = obs  # a copy, whatever order EnvPool returned the envs in
         return out
@@ -79,7 +91,8 @@ class EnvPoolVecEnv(NoSubEnvs, VecEnv):
                 infos[i]["terminal_observation"] = obs[i].copy()
                 infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
             reset_obs, reset_info = self.pool.reset(finished.astype(np.int32))
-            obs[reset_info["env_id"]] = reset_obs
+            reset_ids = reset_info["env_id"]
+            obs[reset_ids] = self._ordered(reset_obs, reset_ids)[reset_ids]
         return obs, rewards, dones, infos
 
     def close(self) -> None:

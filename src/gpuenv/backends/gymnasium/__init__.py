@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuenv.backends._gym_tasks import CLASSIC_AND_MUJOCO_V5, pong
+from gpuenv.backends.pufferlib import VERSION as PUFFERLIB
 from gpuenv.backends.spec import Backend, Image, PpoEnv
 
 _PONG = (
@@ -31,6 +32,8 @@ BACKEND = Backend(
         **CLASSIC_AND_MUJOCO_V5,
         "pong": pong("ALE/Pong-v5", _PONG),
     },
-    image=Image("CPU baseline: Gymnasium + MuJoCo + ALE, SB3", ("gymnasium", "ppo"), None, "docker/gymnasium.Dockerfile"),
+    # PufferLib's vectoriser steps the same envs: gpuenv/gymnasium carries it (pufferlib-core locked without its torch pin)
+    image=Image("CPU baseline: Gymnasium + MuJoCo + ALE, SB3; PufferLib's vectoriser", ("gymnasium", "ppo", "pufferlib"), None,
+                "docker/gymnasium.Dockerfile", no_deps=(f"pufferlib-core=={PUFFERLIB}",), carries=("pufferlib",)),
     ppo_env=PpoEnv("gpuenv.backends.gymnasium.ppo:make_vecenv", variants=("dummy", "subproc"), eval_variant="dummy"),
 )

@@ -24,8 +24,9 @@ BACKEND = Backend(
             "changing the solver would change the task",
         ),
     },
-    image=Image("MuJoCo MJX on JAX with CUDA 13 wheels, SB3 (shared PPO) on CUDA torch (one nvidia-* set)", ("mjx", "ppo", "cuda13"), "13", "docker/mjx.Dockerfile", torch_cpu=False,
-                build_gb=10),
+    # MuJoCo Playground runs on MJX too: gpuenv/mjx carries it (its JAX and Warp implementations)
+    image=Image("MuJoCo MJX on JAX with CUDA 13 wheels, SB3 (shared PPO) on CUDA torch (one nvidia-* set); MuJoCo Playground",
+                ("mjx", "ppo", "cuda13", "playground"), "13", "docker/mjx.Dockerfile", torch_cpu=False, build_gb=10, carries=("playground",)),
     ppo_env=PpoEnv("gpuenv.backends.mjx.ppo:make_vecenv", jit_compiled=True),
     worker_env="gpuenv.backends.jax_cache:worker_env",
 )

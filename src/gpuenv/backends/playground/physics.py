@@ -1,0 +1,81 @@
+"""Which physics a Playground variant runs: the MJX implementation, and for `jax-dmc` dm_control's
+solver settings restored on Playground's model. Playground's xmls/README.md lists what it changed;
+dm_control's own models (EnvPool ships them: envpool_assets/mujoco/assets_dmc) give the settings
+restored here, and tests/test_playground.py checks the two agree."""
+
+from __future__ import annotations
+
+import mujoco
+
+# dm_control's <option> for the suite's models Playground ports (MuJoCo's defaults where dm_control
+# sets nothing): Playground lowered iterations and ls_iterations, disabled Euler damping, and moved
+# cartpole from RK4 to Euler.
+_DEFAULTS = {"iterations": 100, "ls_iterations": 50, "eulerdamp": True, "integrator": mujoco.mjtIntegrator.mjINT_EULER}
+DMC_OPTIONS: dict[str, dict] = {
+    "CartpoleBalance": {**_DEFAULTS, "integrator": mujoco.mjtIntegrator.mjINT_RK4},
+    "CheetahRun": dict(_DEFAULTS),
+}
+IMPL = {"jax": "jax", "jax-dmc": "jax", "warp": "warp"}
+
+
+def restore_dmc(model: mujoco.MjModel, env_id: str) -> None:
+    """Set dm_control's solver settings for this task on `model`, in place."""
+    opts = DMC_OPTIONS[env_id]
+    model.opt.iterations = opts["iterations"]
+    model.opt.ls_iterations = opts["ls_iterations"]
+    model.opt.integrator = opts["integrator"]
+    bit = int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+    model.opt.disableflags = (model.opt.disableflags & ~bit) if opts["eulerdamp"] else (model.opt.disableflags | bit)
+
+
+def load(env_id: str, variant: str):
+    """Playground's env for this variant (one env; the adapter vmaps it)."""
+    from mujoco import mjx
+    from mujoco_playground import registry
+
+    env = registry.load(env_id, config_overrides={"impl": IMPL[variant]})
+    if variant == "jax-dmc":
+        restore_dmc(env._mj_model, env_id)  # Playground keeps the MjModel and the MJX model it put from it
+        env._mjx_model = mjx.put_model(env._mj_model, impl="jax")
+    return env
+
+
+def options(model: mujoco.MjModel) -> dict:
+    """The model's solver options as they ran."""
+    opt = model.opt
+    numeric = {model.numeric(i).name: float(model.numeric(i).data[0]) for i in range(model.nnumeric)}
+    return {
+        "physics_timestep_s": float(opt.timestep),
+        "integrator": mujoco.mjtIntegrator(opt.integrator).name.removeprefix("mjINT_").lower(),
+        "solver": mujoco.mjtSolver(opt.solver).name.removeprefix("mjSOL_").lower(),
+        "cone": mujoco.mjtCone(opt.cone).name.removeprefix("mjCONE_").lower(),
+        "iterations": int(opt.iterations),
+        "ls_iterations": int(opt.ls_iterations),
+        "tolerance": float(opt.tolerance),
+        "eulerdamp": not opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
+        "contacts": not opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_CONTACT),
+        # MJX's contact culling (Playground sets them on cheetah; MuJoCo's C engine ignores them)
+        "max_contact_points": numeric.get("max_contact_points"),
+        "max_geom_pairs": numeric.get("max_geom_pairs"),
+    }
+
+
+def facts(env, variant: str) -> dict:
+    """The record's physics facts for one Playground env."""
+    from importlib.metadata import version
+
+    out = {
+        "playground": version("playground"),
+        "mjx_impl": IMPL[variant],
+        "solver_settings": "dm_control's (restored by gpuenv)" if variant == "jax-dmc" else "Playground's as shipped",
+        **options(env.mj_model),
+        "n_substeps": int(env.n_substeps),
+        "control_dt_s": float(env.dt),
+        "action_repeat": 1,
+    }
+    if variant == "warp":
+        import warp
+
+        out["warp"] = warp.__version__
+        out["warp_device"] = str(warp.get_device())  # "cpu" where there is no CUDA GPU
+    return out

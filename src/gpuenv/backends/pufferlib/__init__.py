@@ -1,0 +1,40 @@
+"""PufferLib's vectorisation (pufferlib.vector) over the same Gymnasium envs the SB3 and Gymnasium
+vectorisers step: its Serial and Multiprocessing backends, the latter synchronous or with its own
+batching (send/recv on half the envs while the other half steps).
+
+From PyPI only `pufferlib-core` installs here: the vectoriser and emulation layer, without the Ocean
+C environments. The full `pufferlib` 3.0.0 is an sdist whose build downloads Raylib 5.5 from GitHub
+(its setup.py's download_raylib), which a machine without GitHub access cannot reach: its Ocean
+environments are not measured here. It pins torch==2.9.0 for its CUDA advantage kernel, which the vectoriser never
+imports, so it is installed without its pins (`make install`: pip install --no-deps pufferlib-core).
+"""
+
+from __future__ import annotations
+
+from gpuenv.backends._gym_tasks import CLASSIC_AND_MUJOCO_V5, pong
+from gpuenv.backends.spec import Backend
+
+VERSION = "3.0.23"
+
+BACKEND = Backend(
+    name="pufferlib",
+    adapter="gpuenv.backends.pufferlib.adapter",
+    requires=("pufferlib", "gymnasium", "psutil", "mujoco", "ale_py"),
+    extra="pufferlib",
+    install_hint=f"pip install 'gpuenv[pufferlib]'; pip install --no-deps pufferlib-core=={VERSION} (`make install` does both)",
+    variants=("multiprocessing", "serial", "multiprocessing-async"),
+    description="PufferLib's vectorisation (Serial, Multiprocessing sync and async) over Gymnasium envs",
+    variant_notes={
+        "multiprocessing": "pufferlib.vector.Multiprocessing, one worker process per physical core (PufferLib's rule), "
+                           "envs split among them, shared-memory buffers, batch = all envs",
+        "serial": "pufferlib.vector.Serial: every env in this process, stepped in turn",
+        "multiprocessing-async": "Multiprocessing with batch = half the envs: send/recv one half while the other steps (PufferLib's double buffering)",
+    },
+    min_envs={"multiprocessing-async": 2},
+    packages=("pufferlib-core", "gymnasium", "mujoco", "ale-py"),
+    library="pufferlib-core",
+    tasks={
+        **{k: v for k, v in CLASSIC_AND_MUJOCO_V5.items()},
+        "pong": pong("ALE/Pong-v5", "Gymnasium's Pong with the gymnasium backend's preprocessing (EnvPool's, in Python)"),
+    },
+)

@@ -1,0 +1,111 @@
+"""PufferLib's vectorisers stepping Gymnasium envs (made exactly as the gymnasium backend makes
+them) through PufferLib's emulation layer (GymnasiumPufferEnv). PufferLib resets an env on the step
+after its episode ends (that step returns the reset observation), as Gymnasium's next-step autoreset.
+
+Multiprocessing workers spin on shared-memory flags (PufferLib's design: one worker per physical
+core, which it enforces); the main process spins in recv too. The records say how many workers and
+envs per worker ran, and the batch."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import psutil
+import pufferlib
+import pufferlib.emulation
+import pufferlib.vector
+
+from gpuenv.backends._common import action_space_of, flat_obs_shape
+from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
+from gpuenv.backends.gymnasium.adapter import make_env
+from gpuenv.backends.spec import NativeTask
+
+RESET_MODE = "next-step reset by PufferLib's vectoriser (the step after an episode ends resets that env and returns its first obs)"
+
+
+def _make_one(env_id: str, max_episode_steps: int | None, buf=None, seed: int = 0):
+    return pufferlib.emulation.GymnasiumPufferEnv(env_creator=make_env, env_args=[env_id, max_episode_steps], buf=buf, seed=seed)
+
+
+def workers_for(num_envs: int) -> int:
+    """PufferLib's rule: at most one worker per physical core; envs split evenly among them."""
+    cores = psutil.cpu_count(logical=False) or 1
+    w = min(num_envs, cores)
+    while num_envs % w:
+        w -= 1
+    return w
+
+
+class PufferStepper:
+    def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
+        n = case.num_envs
+        creator = functools.partial(_make_one, native.env_id, NO_TIME_LIMIT if no_time_limit else None)
+        details: dict[str, Any] = {"pufferlib": _version()}
+        if case.variant == "serial":
+            self.env = pufferlib.vector.make(creator, backend=pufferlib.vector.Serial, num_envs=n, seed=case.seed)
+            self.batch = n
+            details.update(vectoriser="pufferlib.vector.Serial")
+        else:
+            workers = workers_for(n)
+            batch = n // 2 if case.variant == "multiprocessing-async" else n
+            if batch % (n // workers):  # PufferLib's batches are whole workers
+                raise ValueError(f"pufferlib {case.variant}: a batch of {batch} is not whole workers of {n // workers} envs; use an even num_envs")
+            self.env = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=n, num_workers=workers,
+                                             batch_size=batch, seed=case.seed)
+            self.batch = batch
+            details.update(vectoriser="pufferlib.vector.Multiprocessing", num_workers=workers, envs_per_worker=n // workers,
+                           batch_size=batch, zero_copy=True, physical_cores=psutil.cpu_count(logical=False))
+        if (case.chunk_steps * n) % self.batch:
+            raise ValueError(f"pufferlib {case.variant}: chunk_steps x num_envs ({case.chunk_steps} x {n}) is not a multiple of "
+                             f"the batch {self.batch}; use an even num_envs")
+        self.calls_per_chunk = case.chunk_steps * n // self.batch
+        self.env.async_reset(case.seed)
+        self.env.recv()
+        self._actions: Any = None
+        self._i = 0
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=flat_obs_shape(self.env.single_observation_space),
+            action_space=action_space_of(self.env.single_action_space),
+            reset_mode=NO_RESETS if no_time_limit else RESET_MODE,
+            device="cpu",
+            details=details,
+        )
+
+    def load_actions(self, pool: np.ndarray) -> None:
+        space = self.env.single_action_space
+        dtype = np.int32 if hasattr(space, "n") else space.dtype  # PufferLib's transport dtype for discrete actions
+        self._actions = np.ascontiguousarray(pool[:, : self.batch].astype(dtype))
+
+    def run(self, loops: int) -> None:
+        pool, n, i = self._actions, len(self._actions), self._i
+        send, recv = self.env.send, self.env.recv
+        for _ in range(loops * self.calls_per_chunk):
+            send(pool[i % n])
+            recv()
+            i += 1
+        self._i = i
+
+    def sync(self) -> None:
+        """recv() returns once the batch has stepped: nothing is left queued beyond the other half in
+        the async variant, which is the same in every timed value."""
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("pufferlib-core")
+
+
+def open(case: Case, native: NativeTask) -> PufferStepper:  # noqa: A001 - the adapter contract
+    return PufferStepper(case, native)
+
+
+def open_without_resets(case: Case, native: NativeTask) -> PufferStepper:
+    """The same vectoriser with each env's time limit removed (a task that ends only at the limit)."""
+    return PufferStepper(case, native, no_time_limit=True)
