@@ -58,31 +58,36 @@ def test_serial_steps_gymnasiums_envs_unchanged_and_resets_on_the_next_step():
     assert resets >= 4  # random actions end CartPole episodes in ~20 steps: resets were compared
 
 
-def test_workers_follow_pufferlibs_one_per_physical_core_rule():
+def test_workers_stay_within_pufferlibs_one_per_physical_core_rule_and_leave_one_to_the_main_process():
     cores = psutil.cpu_count(logical=False) or 1
     for n in (1, 2, 3, 8, 64):
-        w = adapter.workers_for(n)
-        assert 1 <= w <= min(n, cores) and n % w == 0
+        w = adapter.workers_for(n, "mp")
+        assert 1 <= w <= max(1, min(n, cores - 1)) and n % w == 0
+        every = adapter.workers_for(n, "mp-allcores")
+        assert w <= every <= min(n, cores) and n % every == 0
+    for n in (2, 4, 8, 64):
+        a = adapter.workers_for(n, "mp-async")
+        assert a >= 2 and a % 2 == 0 and n % a == 0 and (n // 2) % (n // a) == 0  # a half-batch is whole workers
 
 
 def test_bench_runs_each_variant_and_records_its_vectorisation(cli, tmp_path):
-    r = cli("bench", "--suite", "smoke", "--backend", "pufferlib", "--backend", "pufferlib:serial", "--backend", "pufferlib:multiprocessing-async",
+    r = cli("bench", "--suite", "smoke", "--backend", "pufferlib", "--backend", "pufferlib:serial", "--backend", "pufferlib:mp-async",
             "--task", "cartpole", "--num-envs", "4", "--processes", "1", "--out", str(tmp_path), timeout=600)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     recs = {x["case"]["variant"]: x for x in (json.loads(p.read_text()) for p in tmp_path.rglob("*.json"))}
-    assert set(recs) == {"multiprocessing", "serial", "multiprocessing-async"}
+    assert set(recs) == {"mp", "serial", "mp-async"}
     for rec in recs.values():
         assert rec["status"] == "ok" and rec["summary"]["env_steps_per_s"]["median"] > 0
         assert rec["what"]["details"]["pufferlib"] == "3.0.23" and "next-step reset" in rec["what"]["reset_mode"]
-    workers = adapter.workers_for(4)
-    d = recs["multiprocessing"]["what"]["details"]
+    workers = adapter.workers_for(4, "mp")
+    d = recs["mp"]["what"]["details"]
     assert (d["num_workers"], d["batch_size"], d["envs_per_worker"]) == (workers, 4, 4 // workers)
-    assert recs["multiprocessing-async"]["what"]["details"]["batch_size"] == 2
+    assert recs["mp-async"]["what"]["details"]["batch_size"] == 2
     assert recs["serial"]["what"]["details"]["vectoriser"] == "pufferlib.vector.Serial"
 
 
 def test_async_needs_two_envs_and_says_so(cli, tmp_path):
-    r = cli("bench", "--suite", "smoke", "--backend", "pufferlib:multiprocessing-async", "--task", "cartpole", "--num-envs", "1",
+    r = cli("bench", "--suite", "smoke", "--backend", "pufferlib:mp-async", "--task", "cartpole", "--num-envs", "1",
             "--out", str(tmp_path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "multiprocessing-async" in r.stderr and "2" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "mp-async" in r.stderr and "2" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

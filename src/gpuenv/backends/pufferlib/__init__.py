@@ -22,15 +22,18 @@ BACKEND = Backend(
     requires=("pufferlib", "gymnasium", "psutil", "mujoco", "ale_py"),
     extra="pufferlib",
     install_hint=f"pip install 'gpuenv[pufferlib]'; pip install --no-deps pufferlib-core=={VERSION} (`make install` does both)",
-    variants=("multiprocessing", "serial", "multiprocessing-async"),
+    variants=("mp", "serial", "mp-async", "mp-allcores"),
     description="PufferLib's vectorisation (Serial, Multiprocessing sync and async) over Gymnasium envs",
     variant_notes={
-        "multiprocessing": "pufferlib.vector.Multiprocessing, one worker process per physical core (PufferLib's rule), "
-                           "envs split among them, shared-memory buffers, batch = all envs",
+        "mp": "pufferlib.vector.Multiprocessing, one worker process per physical core but one (its main process "
+                           "busy-waits too), envs split among them, shared-memory buffers, batch = all envs",
         "serial": "pufferlib.vector.Serial: every env in this process, stepped in turn",
-        "multiprocessing-async": "Multiprocessing with batch = half the envs: send/recv one half while the other steps (PufferLib's double buffering)",
+        "mp-async": "Multiprocessing with batch = half the envs: send/recv one half while the other steps "
+                                 "(PufferLib's double buffering); an even number of workers, at least 2",
+        "mp-allcores": "Multiprocessing with a worker on every physical core (the most PufferLib allows without "
+                                    "overwork): the busy-waiting main process then shares a core",
     },
-    min_envs={"multiprocessing-async": 2},
+    min_envs={"mp-async": 2},
     packages=("pufferlib-core", "gymnasium", "mujoco", "ale-py"),
     library="pufferlib-core",
     tasks={
