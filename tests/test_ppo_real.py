@@ -243,3 +243,21 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
     assert all(p["train_s"] >= 0 for p in brax["curve"])
     assert brax["details"]["brax"] and "shims" in brax["details"]
     assert "cartpole: time to eval return >= 475" in r.stdout
+
+
+def test_sb3_training_leaves_no_logger_folder_behind(tmp_path, monkeypatch):
+    """SB3's default logger makes an empty tempdir/SB3-<time> folder at every learn(): gpuenv's
+    models log nowhere (a make test run had left 618 of them in /tmp)."""
+    import tempfile
+
+    from gpuenv.modes.ttr.train import build_sb3
+
+    need("gymnasium")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    reg = default_registry()
+    model, venv, _ = build_sb3(reg.get("gymnasium"), "dummy", reg.native("cartpole", "gymnasium"), 2, 0, {"n_steps": 16, "batch_size": 32})
+    try:
+        model.learn(total_timesteps=64)
+    finally:
+        venv.close()
+    assert not list(tmp_path.glob("SB3-*"))

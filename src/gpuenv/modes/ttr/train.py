@@ -238,6 +238,11 @@ def build_sb3(backend, variant: str, native: NativeTask, num_envs: int, seed: in
     policy = "CnnPolicy" if len(native.obs_shape) == 3 else "MlpPolicy"  # Atari frames get SB3's Nature CNN
     device = policy_device(backend)
     model = PPO(policy, venv, seed=seed, device=device, verbose=0, **sb3_kwargs(hyperparams))
+    # SB3's default logger (verbose=0) makes an empty tempdir/SB3-<time> folder at every learn() and
+    # leaves it: a logger with no outputs writes nothing (gpuenv records what it needs itself)
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
     details.update(policy=policy, normalize=normalize, policy_device=device)
     return model, venv, details
 
