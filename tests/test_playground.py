@@ -42,9 +42,12 @@ def test_jax_dmc_restores_dm_controls_solver_settings_and_shipped_jax_differs(en
     want = physics.options(dmc_model(env_id))
     restored = physics.options(physics.load(env_id, "jax-dmc").mj_model)
     shipped = physics.options(physics.load(env_id, "jax").mj_model)
-    keys = ("physics_timestep_s", "integrator", "solver", "cone", "iterations", "ls_iterations", "tolerance", "eulerdamp", "contacts")
+    keys = ("physics_timestep_s", "integrator", "solver", "cone", "iterations", "ls_iterations", "tolerance", "eulerdamp", "contacts",
+            *physics.CULLING)
     assert {k: restored[k] for k in keys} == {k: want[k] for k in keys}
     assert shipped["iterations"] < want["iterations"] and not shipped["eulerdamp"]  # Playground's cuts (its xmls/README.md)
+    if env_id == "CheetahRun":  # MJX's contact culling: Playground's, none in dm_control's model nor in jax-dmc
+        assert (shipped["max_contact_points"], shipped["max_geom_pairs"]) == (6, 4) and restored["max_contact_points"] is None
 
 
 def _max_qpos_error(env_id: str, variant: str, steps: int) -> float:

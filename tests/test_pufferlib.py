@@ -91,3 +91,61 @@ def test_async_needs_two_envs_and_says_so(cli, tmp_path):
             "--out", str(tmp_path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "mp-async" in r.stderr and "2" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+class _Counter:
+    """A Gymnasium env whose observation is how many steps it has taken (never ends)."""
+
+    def __new__(cls):
+        import gymnasium as gym
+
+        class Counter(gym.Env):
+            observation_space = gym.spaces.Box(0, 1e9, (1,), np.float32)
+            action_space = gym.spaces.Discrete(2)
+
+            def reset(self, seed=None, options=None):
+                super().reset(seed=seed)
+                self.n = 0
+                return np.zeros(1, np.float32), {}
+
+            def step(self, action):
+                self.n += 1
+                return np.array([self.n], np.float32), 0.0, False, False, {}
+
+        return Counter()
+
+
+@pytest.mark.parametrize("variant", ["serial", "mp", "mp-async", "mp-allcores"])
+def test_each_variant_steps_exactly_the_env_steps_the_harness_counts(variant):
+    """chunk_steps x num_envs env steps a chunk: the envs' own step counters say so (mp-async: one
+    half-batch in flight, so within one batch of it)."""
+    import gymnasium as gym
+
+    from gpuenv.backends.base import ActionSpace, Case, action_pool
+    from gpuenv.backends.spec import NativeTask
+
+    if "GpuenvCounter-v0" not in gym.registry:
+        gym.register("GpuenvCounter-v0", entry_point=_Counter)  # workers fork: they inherit it
+    n, chunk = 4, 10
+    native = NativeTask("GpuenvCounter-v0", None, 1, None, 10**9, (1,), "discrete", 2)
+    st = adapter.PufferStepper(Case("pufferlib", variant, "counter", n, chunk_steps=chunk), native)
+    try:
+        st.load_actions(action_pool(ActionSpace("discrete", n=2), n, 16, 0))
+        st.run(3)
+        st.env.send(np.zeros(st.batch, np.int32))  # step the batch handed out last too
+        st.env.recv()
+        if hasattr(st.env, "buf"):  # Multiprocessing: wait until no worker is stepping, read every env
+            import time
+
+            from pufferlib.vector import MAIN
+
+            deadline = time.monotonic() + 30
+            while (st.env.buf["semaphores"] < MAIN).any() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            counts = st.env.buf["observations"].ravel().tolist()
+        else:
+            counts = st.env.observations.ravel().tolist()
+    finally:
+        st.close()
+    calls = 3 * st.calls_per_chunk + 1
+    assert sum(counts) == calls * st.batch and calls * st.batch == 3 * chunk * n + st.batch

@@ -12,9 +12,11 @@ import numpy as np
 from gpuenv.backends.training import CompileClock, Stop
 from gpuenv.errors import Diverged
 
+VECTORISER = "gpuenv JaxVecEnv (jit step + auto-reset to first state on device; arrays copied to numpy)"
+
 
 def episode_vecenv(base, episode_steps: int, num_envs: int, seed: int, obs_size: int, sim_field: str):
-    """SB3 VecEnv over `base` (one env, vmapped here) with a time limit and Brax's auto-reset semantics
+    """SB3 VecEnv (its record's "vectoriser": VECTORISER) over `base` (one env, vmapped here) with a time limit and Brax's auto-reset semantics
     (an env that ends restarts from its own first state, as Brax's training does), written out so that
     the final observation is kept for SB3. `sim_field` names the state's simulator field (Brax:
     pipeline_state, Playground: data)."""

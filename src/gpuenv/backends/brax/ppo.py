@@ -23,7 +23,7 @@ def make_vecenv(pipeline: str, native: NativeTask, num_envs: int, seed: int):
     base = envs.get_environment(native.env_id, backend=pipeline)
     vecenv = _brax_ppo.episode_vecenv(base, native.episode_steps, num_envs, seed, int(native.obs_shape[0]), "pipeline_state")
     details = {
-        "vectoriser": "gpuenv JaxVecEnv (jit step + auto-reset to first state on device; arrays copied to numpy)",
+        "vectoriser": _brax_ppo.VECTORISER,
         **_pipeline_facts(base, pipeline),
     }
     return vecenv, details

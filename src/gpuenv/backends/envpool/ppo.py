@@ -45,8 +45,10 @@ class EnvPoolVecEnv(NoSubEnvs, VecEnv):
             raise ValueError("EnvPoolVecEnv needs sync mode (batch_size == num_envs); SB3 steps every env at once")
         self.pool = pool
         space = pool.observation_space
-        # dm_control tasks observe a dict of arrays: flattened in the space's key order (dm_control's
-        # own flattening, and the order Playground's ports concatenate them in) into one float vector.
+        # dm_control tasks observe a dict of arrays: flattened in the space's key order (gymnasium's
+        # Dict sorts the keys) into one float vector. For the catalogue's two dm_control tasks that is
+        # dm_control's order too (position, velocity), the order Playground's ports concatenate them
+        # in (tests/test_ppo_real.py); a task whose keys do not sort that way would need EnvPool's spec.
         self._keys: list[str] | None = None
         if hasattr(space, "spaces") and isinstance(space.spaces, dict):
             import gymnasium

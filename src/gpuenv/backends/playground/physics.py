@@ -8,14 +8,16 @@ from __future__ import annotations
 import mujoco
 
 # dm_control's <option> for the suite's models Playground ports (MuJoCo's defaults where dm_control
-# sets nothing): Playground lowered iterations and ls_iterations, disabled Euler damping, and moved
-# cartpole from RK4 to Euler.
+# sets nothing): Playground lowered iterations and ls_iterations, disabled Euler damping, moved
+# cartpole from RK4 to Euler, and gave cheetah MJX's contact culling (max_contact_points 6,
+# max_geom_pairs 4: dm_control has none, so every contact MuJoCo finds is kept).
 _DEFAULTS = {"iterations": 100, "ls_iterations": 50, "eulerdamp": True, "integrator": mujoco.mjtIntegrator.mjINT_EULER}
 DMC_OPTIONS: dict[str, dict] = {
     "CartpoleBalance": {**_DEFAULTS, "integrator": mujoco.mjtIntegrator.mjINT_RK4},
     "CheetahRun": dict(_DEFAULTS),
 }
 IMPL = {"jax": "jax", "jax-dmc": "jax", "warp": "warp"}
+CULLING = ("max_contact_points", "max_geom_pairs")  # MJX's contact culling (custom numerics); MuJoCo's C engine ignores them
 
 
 def restore_dmc(model: mujoco.MjModel, env_id: str) -> None:
@@ -26,6 +28,9 @@ def restore_dmc(model: mujoco.MjModel, env_id: str) -> None:
     model.opt.integrator = opts["integrator"]
     bit = int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
     model.opt.disableflags = (model.opt.disableflags & ~bit) if opts["eulerdamp"] else (model.opt.disableflags | bit)
+    for i in range(model.nnumeric):  # MJX reads -1 as "no culling", as if the numeric were absent
+        if model.numeric(i).name in CULLING:
+            model.numeric_data[model.numeric_adr[i]] = -1
 
 
 def load(env_id: str, variant: str):
@@ -35,15 +40,31 @@ def load(env_id: str, variant: str):
 
     env = registry.load(env_id, config_overrides={"impl": IMPL[variant]})
     if variant == "jax-dmc":
-        restore_dmc(env._mj_model, env_id)  # Playground keeps the MjModel and the MJX model it put from it
-        env._mjx_model = mjx.put_model(env._mj_model, impl="jax")
+        # Playground's envs keep the MjModel and the MJX model put from it (playground 0.2.0); if a
+        # release renames them, say so instead of running Playground's settings under this name
+        if not (hasattr(env, "_mj_model") and hasattr(env, "_mjx_model")):
+            from gpuenv.errors import Unsupported
+
+            raise Unsupported(f"playground {_version()} keeps its models elsewhere: jax-dmc cannot restore dm_control's settings")
+        restore_dmc(env._mj_model, env_id)
+        env._mjx_model = mjx.put_model(env._mj_model, impl=IMPL[variant])
+        if env.mjx_model.opt.iterations != DMC_OPTIONS[env_id]["iterations"]:
+            from gpuenv.errors import Unsupported
+
+            raise Unsupported(f"playground {_version()} does not step the model gpuenv restored: jax-dmc not run")
     return env
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("playground")
 
 
 def options(model: mujoco.MjModel) -> dict:
     """The model's solver options as they ran."""
     opt = model.opt
-    numeric = {model.numeric(i).name: float(model.numeric(i).data[0]) for i in range(model.nnumeric)}
+    numeric = {model.numeric(i).name: int(model.numeric(i).data[0]) for i in range(model.nnumeric)}
     return {
         "physics_timestep_s": float(opt.timestep),
         "integrator": mujoco.mjtIntegrator(opt.integrator).name.removeprefix("mjINT_").lower(),
@@ -54,18 +75,15 @@ def options(model: mujoco.MjModel) -> dict:
         "tolerance": float(opt.tolerance),
         "eulerdamp": not opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
         "contacts": not opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_CONTACT),
-        # MJX's contact culling (Playground sets them on cheetah; MuJoCo's C engine ignores them)
-        "max_contact_points": numeric.get("max_contact_points"),
-        "max_geom_pairs": numeric.get("max_geom_pairs"),
+        # MJX's contact culling (Playground sets it on cheetah; MuJoCo's C engine ignores it); None: none
+        **{k: numeric[k] if numeric.get(k, -1) > -1 else None for k in CULLING},
     }
 
 
 def facts(env, variant: str) -> dict:
     """The record's physics facts for one Playground env."""
-    from importlib.metadata import version
-
     out = {
-        "playground": version("playground"),
+        "playground": _version(),
         "mjx_impl": IMPL[variant],
         "solver_settings": "dm_control's (restored by gpuenv)" if variant == "jax-dmc" else "Playground's as shipped",
         **options(env.mj_model),

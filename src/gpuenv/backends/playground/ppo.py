@@ -13,7 +13,7 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
     base = physics.load(native.env_id, variant)
     vecenv = _brax_ppo.episode_vecenv(base, native.episode_steps, num_envs, seed, int(native.obs_shape[0]), "data")
     details = {
-        "vectoriser": "gpuenv JaxVecEnv (jit step + auto-reset to first state on device; arrays copied to numpy)",
+        "vectoriser": _brax_ppo.VECTORISER,
         **physics.facts(base, variant),
     }
     return vecenv, details

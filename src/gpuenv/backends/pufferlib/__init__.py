@@ -3,7 +3,10 @@ vectorisers step: its Serial and Multiprocessing backends, the latter synchronou
 batching (send/recv on half the envs while the other half steps).
 
 From PyPI only `pufferlib-core` installs here: the vectoriser and emulation layer, without the Ocean
-C environments. The full `pufferlib` 3.0.0 is an sdist whose build downloads Raylib 5.5 from GitHub
+C environments. It is not a PufferAI release: its metadata calls it "Minimal PufferLib core
+functionality vendored into the Metta monorepo" (Metta AI's copy, versioned 3.0.x, with teacher
+actions added); its Serial and Multiprocessing keep PufferLib's design (zero-copy shared-memory
+batches, busy-waiting workers, one worker per physical core), which PufferAI's 2024 vector.py has too. The full `pufferlib` 3.0.0 is an sdist whose build downloads Raylib 5.5 from GitHub
 (its setup.py's download_raylib), which a machine without GitHub access cannot reach: its Ocean
 environments are not measured here. It pins torch==2.9.0 for its CUDA advantage kernel, which the vectoriser never
 imports, so it is installed without its pins (`make install`: pip install --no-deps pufferlib-core).
@@ -23,7 +26,7 @@ BACKEND = Backend(
     extra="pufferlib",
     install_hint=f"pip install 'gpuenv[pufferlib]'; pip install --no-deps pufferlib-core=={VERSION} (`make install` does both)",
     variants=("mp", "serial", "mp-async", "mp-allcores"),
-    description="PufferLib's vectorisation (Serial, Multiprocessing sync and async) over Gymnasium envs",
+    description="PufferLib's vectorisation (Serial, Multiprocessing sync and async; Metta's pufferlib-core) over Gymnasium envs",
     variant_notes={
         "mp": "pufferlib.vector.Multiprocessing, one worker process per physical core but one (its main process "
                            "busy-waits too), envs split among them, shared-memory buffers, batch = all envs",

@@ -22,11 +22,20 @@ from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
 from gpuenv.backends.gymnasium.adapter import make_env
 from gpuenv.backends.spec import NativeTask
 
+DISTRIBUTION = "pufferlib-core from PyPI: Metta AI's vendored copy of PufferLib's core, not a PufferAI release"
 RESET_MODE = "next-step reset by PufferLib's vectoriser (the step after an episode ends resets that env and returns its first obs)"
 
 
 def _make_one(env_id: str, max_episode_steps: int | None, buf=None, seed: int = 0):
     return pufferlib.emulation.GymnasiumPufferEnv(env_creator=make_env, env_args=[env_id, max_episode_steps], buf=buf, seed=seed)
+
+
+def usable_cores() -> int:
+    """PufferLib counts physical cores; a cpuset (Docker, Slurm) may allow fewer."""
+    import os
+
+    physical = psutil.cpu_count(logical=False) or 1
+    return min(physical, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else physical
 
 
 def workers_for(num_envs: int, variant: str) -> int:
@@ -37,7 +46,7 @@ def workers_for(num_envs: int, variant: str) -> int:
     leaves a core to the main process, `mp-allcores` takes them all, and
     `mp-async` needs an even number (its batch is half the envs, whole workers), at
     least 2. Envs split evenly among the workers."""
-    cores = psutil.cpu_count(logical=False) or 1
+    cores = usable_cores()
     if variant == "mp-allcores":
         w = min(num_envs, cores)
     elif variant == "mp-async":
@@ -56,27 +65,28 @@ class PufferStepper:
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
         n = case.num_envs
         creator = functools.partial(_make_one, native.env_id, NO_TIME_LIMIT if no_time_limit else None)
-        details: dict[str, Any] = {"pufferlib": _version()}
+        details: dict[str, Any] = {"pufferlib": _version(), "distribution": DISTRIBUTION}
         if case.variant == "serial":
             self.env = pufferlib.vector.make(creator, backend=pufferlib.vector.Serial, num_envs=n, seed=case.seed)
-            self.batch = n
+            self.batch = n  # one send steps every env
             details.update(vectoriser="pufferlib.vector.Serial")
         else:
+            if case.variant == "mp-async" and n % 2:
+                raise ValueError(f"pufferlib mp-async: num_envs {n} is odd; its batch is half the envs: use an even num_envs")
             workers = workers_for(n, case.variant)
-            batch = n // 2 if case.variant == "mp-async" else n
-            if batch % (n // workers):  # PufferLib's batches are whole workers
-                raise ValueError(f"pufferlib {case.variant}: a batch of {batch} is not whole workers of {n // workers} envs; use an even num_envs")
+            self.batch = n // 2 if case.variant == "mp-async" else n
             self.env = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=n, num_workers=workers,
-                                             batch_size=batch, seed=case.seed)
-            self.batch = batch
+                                             batch_size=self.batch, seed=case.seed)
             details.update(vectoriser="pufferlib.vector.Multiprocessing", num_workers=workers, envs_per_worker=n // workers,
-                           batch_size=batch, zero_copy=True, physical_cores=psutil.cpu_count(logical=False))
-        if (case.chunk_steps * n) % self.batch:
-            raise ValueError(f"pufferlib {case.variant}: chunk_steps x num_envs ({case.chunk_steps} x {n}) is not a multiple of "
-                             f"the batch {self.batch}; use an even num_envs")
+                           batch_size=self.batch, zero_copy=True, physical_cores=psutil.cpu_count(logical=False), usable_cores=usable_cores())
+        # each send() steps exactly the batch recv() handed out: chunk_steps x n env steps per chunk
         self.calls_per_chunk = case.chunk_steps * n // self.batch
-        self.env.async_reset(case.seed)
-        self.env.recv()
+        try:
+            self.env.async_reset(case.seed)
+            self.env.recv()
+        except BaseException:
+            self.close()
+            raise
         self._actions: Any = None
         self._i = 0
         self.facts = StepperFacts(
@@ -103,11 +113,13 @@ class PufferStepper:
         self._i = i
 
     def sync(self) -> None:
-        """recv() returns once the batch has stepped: nothing is left queued beyond the other half in
-        the async variant, which is the same in every timed value."""
+        """recv() returns once a batch has stepped. In mp-async the other half stays in flight across
+        timed values (at most one call of a value's calls: the same in every value)."""
 
     def close(self) -> None:
         self.env.close()
+        for p in getattr(self.env, "processes", ()):  # PufferLib terminates its workers; reap them
+            p.join(timeout=5)
 
 
 def _version() -> str:
