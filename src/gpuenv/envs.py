@@ -23,6 +23,14 @@ from gpuenv.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = ".gpuenv-ready"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+LOCAL_WHEELS = Path("/opt/wheels")  # a host's local wheel directory (the CPU torch wheel), where there is one
+
+
+def torch_cpu_source() -> list[str]:
+    """uv arguments that find torch's CPU wheel (a local version, +cpu, that PyPI does not carry):
+    the host's wheel directory where there is one, else PyTorch's CPU index."""
+    return ["--find-links", str(LOCAL_WHEELS)] if LOCAL_WHEELS.is_dir() else ["--extra-index-url", TORCH_CPU_INDEX]
 
 
 def cache_root() -> Path:
@@ -104,7 +112,8 @@ def build(lock: str, python: str, label: str) -> Built:
     exe = str(env / "bin" / "python")
     steps = [
         ("create the venv", [*uv(), "venv", "--quiet", "--python", find_python(python), str(env)]),
-        ("install the lock", [*uv(), "pip", "install", "--quiet", "--python", exe, "-r", str(lock_file)]),
+        ("install the lock", [*uv(), "pip", "install", "--quiet", "--python", exe, "-r", str(lock_file),
+                              *(torch_cpu_source() if "+cpu " in lock else [])]),
         ("install gpuenv", [*uv(), "pip", "install", "--quiet", "--python", exe, "--no-deps", "-e", str(ROOT)]),
     ]
     for what, cmd in steps:

@@ -40,6 +40,8 @@ TASKS: dict[str, Task] = {
         Task("cheetah_run", "dm_control", "DeepMind Control Suite cheetah-run", time_limit_only=True),
         Task("cartpole_balance", "dm_control", "DeepMind Control Suite cartpole-balance", time_limit_only=True),
         Task("breakout_minatar", "minatar", "MinAtar Breakout: a 10x10 Breakout on 4 binary channels (gymnax's JAX version)"),
+        Task("franka_scene", "robot-scene", "A Franka Panda arm on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
+        Task("go2_scene", "robot-scene", "A Unitree Go2 quadruped on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
         Task("ballchase", "game-engine", "BallChase: an agent on a walled plane chases a target point (Godot physics, godot-rl protocol)"),
     ]
 }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuenv.backends.spec import Image as ImageSpec
+from gpuenv.envs import LOCAL_WHEELS, TORCH_CPU_INDEX  # noqa: F401 - one place for torch's CPU wheel (build.py takes them from here)
 from gpuenv.registry import default_registry
 from gpuenv.run.provenance import tracked_packages
 
@@ -26,9 +27,6 @@ TORCH_CPU = "torch==2.13.0+cpu"  # SB3 trains on the CPU in the CPU images; the 
 
 
 TORCH_CUDA = "torch==2.13.0"  # PyPI's build (CUDA 13) in the GPU images, locked with JAX's CUDA 13 wheels
-
-
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 # Minimum Linux driver per CUDA major version, for the CUDA the image's libraries were built with
@@ -190,7 +188,6 @@ BASE_TAG = "gpuenv/base:latest"
 LOCAL_BASE = "gpuenv/local-base:bookworm"
 
 
-LOCAL_WHEELS = Path("/opt/wheels")  # a host's local wheel directory (the CPU torch wheel), where there is one
 
 
 BUILD_WHEELS = DOCKER / "wheels"  # the build context's wheel directory (RUN --mount=type=bind)

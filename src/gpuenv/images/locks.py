@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuenv.images.catalogue import LOCKS, ROOT, TORCH_CPU_INDEX, Image, images
+from gpuenv.envs import torch_cpu_source
+from gpuenv.images.catalogue import LOCKS, ROOT, Image, images
 
 
 def lock_command(image: Image, out: Path) -> list[str]:
@@ -62,8 +63,7 @@ def write_locks(names: list[str] | None = None, pins: list[str] | None = None) -
             constraints.write_text("".join(f"{c}\n" for c in [*img.torch_constraint, *(pins or [])]))
             cmd = lock_command(img, out) + ["-c", str(constraints)]
             if img.torch_cpu:  # the CPU wheel: from a local wheel directory where there is one, else PyTorch's index
-                wheels = Path("/opt/wheels")
-                cmd += ["--find-links", str(wheels)] if wheels.is_dir() else ["--extra-index-url", TORCH_CPU_INDEX]
+                cmd += torch_cpu_source()
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 from gpuenv.errors import UserError

@@ -1,0 +1,49 @@
+"""Genesis (genesis-world) on its CPU backend: the scenes of its own speed benchmark (a Franka arm, a
+Go2 quadruped, each on a plane, batched with scene.build(n_envs)), stepped by gpuenv's harness.
+
+Genesis's headline ("43M FPS", a Franka on an RTX 4090) came from a protocol a public re-benchmark
+took apart (genesis-world issue 181): one joint target set once and reused for every step, and robot
+self-collision off. The variants are those protocol choices, so the ratios between them can be
+measured on any machine:
+  random            a fresh random joint target every step (gpuenv's protocol), self-collision on
+                    (Genesis's default since April 2025)
+  random-noself     fresh random targets, self-collision off
+  reused            one target set once, then only scene.step() (the speed benchmark's loop)
+  reused-noself     the headline's protocol: one target, self-collision off
+
+genesis-world pins plotly < 6 and opencv-python beside the main install's, so it runs in its own
+Python environment (docker/locks/genesis.txt, built on first use, ~3.7 GB with torch's CPU wheel).
+Genesis needs OpenGL's libraries even headless (it always builds an offscreen renderer): Debian's
+libgl1 and libegl1."""
+
+from __future__ import annotations
+
+from gpuenv.backends.spec import Backend, Environment, Image, NativeTask
+
+_SCENE = "Genesis's speed-benchmark scene: {} on a plane, PD joint-position targets, dt 0.01, no reward"
+
+BACKEND = Backend(
+    name="genesis",
+    adapter="gpuenv.backends.genesis.adapter",
+    requires=("genesis", "torch"),
+    extra="genesis",
+    variants=("random", "random-noself", "reused", "reused-noself"),
+    description="Genesis (genesis-world) rigid-body scenes on its CPU backend, batched by scene.build(n_envs)",
+    variant_notes={
+        "random": "a fresh random joint target every step, self-collision on (gpuenv's protocol; Genesis's default collisions)",
+        "random-noself": "a fresh random joint target every step, self-collision off",
+        "reused": "one joint target set once and reused for every step (Genesis's speed-benchmark loop), self-collision on",
+        "reused-noself": "one target set once, self-collision off: the protocol behind Genesis's headline",
+    },
+    packages=("genesis-world", "quadrants", "torch", "mujoco", "numpy"),
+    library="genesis-world",
+    install_hint="its own Python environment, built on first use from docker/locks/genesis.txt (needs libgl1 and libegl1)",
+    tasks={
+        "franka_scene": NativeTask("xml/franka_emika_panda/panda.xml", 0.01, 1, 0.01, 10**9, (9,), "box", 9, _SCENE.format("Franka Panda")),
+        "go2_scene": NativeTask("urdf/go2/urdf/go2.urdf", 0.01, 1, 0.01, 10**9, (12,), "box", 12, _SCENE.format("Unitree Go2")),
+    },
+    environment=Environment(python="3.11", lock="docker/locks/genesis.txt"),
+    # its environment's lock is the image's; the image itself was not built yet (said wherever it is listed)
+    image=Image("Genesis on its CPU backend (genesis-world, quadrants), torch's CPU wheel, OpenGL's libraries", ("genesis",), None,
+                "docker/genesis.Dockerfile", verified=False),
+)

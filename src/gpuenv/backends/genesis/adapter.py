@@ -1,0 +1,135 @@
+"""Genesis scenes stepped by gpuenv's harness: scene.build(n_envs) batches the envs; each step sets
+the robot's joint position targets from the harness's action pool (mapped from [-1, 1] onto each
+joint's range around its rest pose) and calls scene.step(). The `reused-*` variants set the pool's
+first target once and then only step, as Genesis's speed benchmark does. There are no episodes (a
+scene, not an RL task): nothing resets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuenv.backends.base import ActionSpace, Case, StepperFacts
+from gpuenv.backends.spec import NativeTask
+
+RESET_MODE = "none: a scene without episodes (Genesis's speed benchmark), nothing resets"
+# Franka: PD gains of Genesis's Franka examples; Go2: a standing pose, PD 20/0.5, targets within 0.25 rad of it
+FRANKA_KP = (4500, 4500, 3500, 3500, 2000, 2000, 2000, 100, 100)
+FRANKA_KV = (450, 450, 350, 350, 200, 200, 200, 10, 10)
+GO2_LEGS = ("FR", "FL", "RR", "RL")
+GO2_POSE = {"hip": 0.0, "thigh": 0.8, "calf": -1.5}
+GO2_RANGE = 0.25
+
+
+def _init(seed: int):
+    import genesis as gs
+
+    if not getattr(gs, "_initialized", False):
+        gs.init(backend=gs.cpu, logging_level="warning", precision="32", seed=seed)
+    return gs
+
+
+class GenesisStepper:
+    def __init__(self, case: Case, native: NativeTask) -> None:
+        import torch
+
+        gs = _init(case.seed)
+        self.reused = case.variant.startswith("reused")
+        self_collision = not case.variant.endswith("-noself")
+        self.scene = gs.Scene(
+            sim_options=gs.options.SimOptions(dt=native.physics_dt_s, substeps=1),
+            rigid_options=gs.options.RigidOptions(enable_self_collision=self_collision),
+            show_viewer=False,
+        )
+        self.scene.add_entity(gs.morphs.Plane())
+        go2 = native.env_id.startswith("urdf/go2")
+        if go2:
+            robot = self.scene.add_entity(gs.morphs.URDF(file=native.env_id, pos=(0, 0, 0.42)))
+        else:
+            robot = self.scene.add_entity(gs.morphs.MJCF(file=native.env_id))
+        self.scene.build(n_envs=case.num_envs)
+        if go2:
+            names = [f"{leg}_{part}_joint" for leg in GO2_LEGS for part in GO2_POSE]
+            self.dofs = [robot.get_joint(n).dofs_idx_local[0] for n in names]
+            center = torch.tensor([GO2_POSE[n.split("_")[1]] for n in names])
+            half = torch.full_like(center, GO2_RANGE)
+            robot.set_dofs_kp(torch.full((len(self.dofs),), 20.0), self.dofs)
+            robot.set_dofs_kv(torch.full((len(self.dofs),), 0.5), self.dofs)
+        else:
+            self.dofs = list(range(robot.n_dofs))
+            lo, hi = (x.reshape(-1, len(self.dofs))[0].cpu() for x in robot.get_dofs_limit(self.dofs))
+            center, half = (lo + hi) / 2, (hi - lo) / 2
+            robot.set_dofs_kp(torch.tensor(FRANKA_KP, dtype=torch.float32), self.dofs)
+            robot.set_dofs_kv(torch.tensor(FRANKA_KV, dtype=torch.float32), self.dofs)
+        self.robot, self.center, self.half = robot, center.float(), half.float()
+        self.steps_per_chunk = case.chunk_steps
+        self._targets: Any = None
+        self._i = 0
+        details = facts(gs, self.scene, self_collision)
+        details.update(action_protocol="one target set once, then scene.step() only" if self.reused else "a fresh target every step",
+                       joints=len(self.dofs))
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=(len(self.dofs),),
+            action_space=ActionSpace("box", low=(-1.0,) * len(self.dofs), high=(1.0,) * len(self.dofs)),
+            reset_mode=RESET_MODE,
+            device="cpu",
+            details=details,
+        )
+
+    def load_actions(self, pool: np.ndarray) -> None:
+        import torch
+
+        self._targets = self.center + self.half * torch.from_numpy(np.ascontiguousarray(pool, dtype=np.float32))
+        if self.reused:  # Genesis's speed benchmark: one target, set once
+            self.robot.control_dofs_position(self._targets[0], self.dofs)
+
+    def run(self, loops: int) -> None:
+        step, targets, n, i = self.scene.step, self._targets, len(self._targets), self._i
+        if self.reused:
+            for _ in range(loops * self.steps_per_chunk):
+                step()
+        else:
+            control = self.robot.control_dofs_position
+            for _ in range(loops * self.steps_per_chunk):
+                control(targets[i % n], self.dofs)
+                step()
+                i += 1
+        self._i = i
+
+    def sync(self) -> None:
+        """Genesis's CPU backend steps synchronously: nothing is queued."""
+
+    def close(self) -> None:
+        self.scene = None
+
+
+def facts(gs, scene, self_collision: bool) -> dict:
+    """The solver's settings as they ran."""
+    from importlib.metadata import version
+
+    o = scene.rigid_solver._options
+    out: dict[str, Any] = {
+        "genesis": version("genesis-world"),
+        "quadrants": version("quadrants"),
+        "backend": "gs.cpu",
+        "precision": "32",
+        "performance_mode": False,
+        "physics_timestep_s": float(scene.dt),
+        "substeps": int(scene.substeps),
+        "self_collision": self_collision,
+    }
+    for key in ("integrator", "constraint_solver", "iterations", "tolerance", "ls_iterations", "ls_tolerance",
+                "max_collision_pairs", "friction_cone"):
+        v = getattr(o, key, None)
+        out[key] = getattr(v, "name", v) if v is None or isinstance(v, (int, float, bool)) else str(v)  # enums by name
+    try:
+        out["max_contacts"] = int(scene.rigid_solver.collider.collider_info.max_contacts[None])
+    except Exception:  # noqa: BLE001 - a fact for the record, never a reason to fail the case
+        out["max_contacts"] = None
+    return out
+
+
+def open(case: Case, native: NativeTask) -> GenesisStepper:  # noqa: A001 - the adapter contract
+    return GenesisStepper(case, native)
