@@ -11,9 +11,12 @@ const labels = fs.existsSync(config)
   ? (fs.readFileSync(config, "utf8").match(/labels:\s*\[([^\]]*)\]/) || ["", ""])[1].split(",").map((s) => s.trim()).filter(Boolean)
   : [];
 
-createLinter().then((lint) => {
+// One linter (one wasm instance) per file: a single instance that lints five workflows in a row can
+// run out of its wasm memory ("RuntimeError: unreachable"; seen on a 2-core VM, depending on path lengths).
+(async () => {
   let bad = 0;
   for (const f of process.argv.slice(2)) {
+    const lint = await createLinter();
     for (const r of lint(fs.readFileSync(f, "utf8"), f)) {
       if (r.kind === "runner-label" && labels.some((l) => r.message.startsWith(`label "${l}" is unknown`))) continue;
       console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
@@ -21,4 +24,4 @@ createLinter().then((lint) => {
     }
   }
   process.exit(bad ? 1 : 0);
-});
+})();
