@@ -29,7 +29,7 @@ from gpuenv.backends.gymnax.adapter import vmapped  # noqa: E402
 def test_gymnax_cartpole_follows_gymnasiums_equations_under_the_same_actions(seed):
     """Same start state, same actions: the same states, rewards and terminations to float32 precision,
     until the pole falls (Gymnasium computes in float64, gymnax in float32)."""
-    env, params, _reset, _step = vmapped("CartPole-v1")
+    env, params, _reset, _step = vmapped(default_registry().native("cartpole", "gymnax"))
     ref = gym.make("CartPole-v1")
     obs, _ = ref.reset(seed=seed)
     _, state = env.reset(jax.random.PRNGKey(seed), params)
@@ -74,3 +74,39 @@ def test_bench_runs_both_tasks_and_records_the_envs_parameters(cli, tmp_path):
     assert recs["cartpole"]["what"]["details"]["params"]["max_steps_in_episode"] == 500
     assert recs["cartpole"]["what"]["details"]["params"]["tau"] == pytest.approx(0.02)
     assert recs["breakout_minatar"]["what"]["obs_shape"] == [10, 10, 4]
+
+
+def test_its_vecenv_keeps_sb3_semantics_with_the_catalogues_time_limit():
+    """The shared PPO trainer's view of gymnax: discrete actions as integers, the time limit from the
+    catalogue (5 steps here), a truncation marked as such with its final observation, a fall as a
+    termination (not truncated), and gymnax's fresh random reset state after either."""
+    from dataclasses import replace
+
+    from gpuenv.backends.gymnax.ppo import make_vecenv
+
+    native = replace(default_registry().native("cartpole", "gymnax"), episode_steps=5)
+    venv, details = make_vecenv("jit", native, 4, seed=0)
+    assert details["params"]["max_steps_in_episode"] == 5 and "JaxVecEnv" in details["vectoriser"]
+    obs = venv.reset()
+    assert obs.shape == (4, 4) and venv.action_space.n == 2
+    truncated = 0
+    for t in range(10):
+        prev = obs
+        obs, rewards, dones, infos = venv.step(np.ones(4, np.int64))  # push right: no fall in 5 steps
+        assert rewards.dtype == np.float32 and (rewards == 1.0).all()
+        assert dones.all() if t % 5 == 4 else not dones.any()
+        for i in np.flatnonzero(dones):
+            truncated += infos[i]["TimeLimit.truncated"]
+            final = infos[i]["terminal_observation"]
+            assert final[1] > prev[i][1] and np.abs(obs[i]).max() <= 0.05  # the pushed state, then a fresh reset
+    assert truncated == 8  # 4 envs x 2 episodes, all by the time limit
+
+    native = replace(native, episode_steps=500)
+    venv, _ = make_vecenv("jit", native, 2, seed=0)
+    venv.reset()
+    ended: dict[int, dict] = {}
+    for _ in range(60):  # always pushing one way: each pole falls well before 60 steps
+        _obs, _r, dones, infos = venv.step(np.zeros(2, np.int64))
+        ended.update({int(i): infos[i] for i in np.flatnonzero(dones) if i not in ended})
+    assert set(ended) == {0, 1} and not any(i["TimeLimit.truncated"] for i in ended.values())
+    assert all(abs(i["terminal_observation"][2]) > 0.2 or abs(i["terminal_observation"][0]) > 2.4 for i in ended.values())

@@ -153,7 +153,7 @@ timeout_s = 600
 
 [[case]]
 task = "cartpole"
-backends = ["gymnasium:dummy", "gymnasium:subproc", "envpool:sync"]
+backends = ["gymnasium:dummy", "gymnasium:subproc", "envpool:sync", "gymnax:jit"]
 trainer = "sb3"
 num_envs = 4
 threshold = 475.0
@@ -215,7 +215,7 @@ n_epochs = 1
 
 
 def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
-    for b in ("gymnasium", "envpool", "brax", "mjx"):
+    for b in ("gymnasium", "envpool", "brax", "mjx", "gymnax"):
         need(b)
     suite = write_suite(tmp_path / "tiny.toml", TINY)
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=1500)
@@ -227,6 +227,7 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
         "ppo-sb3-gymnasium-dummy-cartpole-n4",
         "ppo-sb3-gymnasium-subproc-cartpole-n4",
         "ppo-sb3-envpool-sync-cartpole-n4",
+        "ppo-sb3-gymnax-jit-cartpole-n4",
         "ppo-brax_ppo-brax-positional-inverted_pendulum-n8",
         "ppo-sb3-brax-positional-inverted_pendulum-n4",
         "ppo-sb3-mjx-jax-halfcheetah-n4",

@@ -25,7 +25,7 @@ if not DOCKER or subprocess.run([DOCKER, "info"], capture_output=True).returncod
 GPU_IMAGES = ("brax", "mjx", "isaaclab")
 # Each image's smallest suite: the smoke suite, or Isaac Lab's own at one small case (Newton on the CPU).
 SMOKE = {
-    "brax": ["--suite", "smoke", "--backend", "brax"],
+    "brax": ["--suite", "smoke", "--backend", "brax", "--backend", "gymnax"],  # gpuenv/brax carries gymnax
     "mjx": ["--suite", "smoke", "--backend", "mjx", "--backend", "playground"],  # gpuenv/mjx carries MuJoCo Playground
     "isaaclab": ["--suite", "isaaclab", "--task", "cartpole", "--num-envs", "16"],
 }
@@ -74,6 +74,8 @@ def test_overridden_the_image_runs_the_smoke_suite_on_the_cpu_marked_as_fallback
     assert "Traceback" not in r.stdout + r.stderr
     records = [load(p) for p in results.rglob("*.json")]
     assert records and all(rec["status"] == "ok" for rec in records), [rec["failure"] for rec in records]
+    named = {SMOKE[backend][i + 1] for i, a in enumerate(SMOKE[backend]) if a == "--backend"}
+    assert not named or {rec["case"]["backend"] for rec in records} == named  # the backends it carries ran too
     lock_sha = hashlib.sha256((ROOT / "docker" / "locks" / f"{backend}.txt").read_bytes()).hexdigest()
     for rec in records:
         assert rec["what"]["device"] == "cpu" and rec["what"]["details"]["cpu_fallback"].startswith("GPUENV_CPU_OK=1")

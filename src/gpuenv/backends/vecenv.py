@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 
@@ -36,7 +37,7 @@ class NoSubEnvs:
 
 
 class JaxVecEnv(NoSubEnvs, VecEnv):
-    """An SB3 VecEnv over a batched, jitted JAX env step (Brax).
+    """An SB3 VecEnv over a batched, jitted JAX env step (Brax, MJX, MuJoCo Playground, gymnax).
 
     `step(state, actions) -> (state, obs, reward, terminated, truncated, final_obs)` does the
     auto-reset on the device; this class only moves arrays to and from numpy.
@@ -55,7 +56,8 @@ class JaxVecEnv(NoSubEnvs, VecEnv):
         return np.asarray(obs).copy()
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions, dtype=np.float32)
+        # Box actions as float32, a Discrete space's as its integers (gymnax indexes with them)
+        self._actions = np.asarray(actions, dtype=np.int32 if isinstance(self.action_space, spaces.Discrete) else np.float32)
 
     def step_wait(self):
         self._state, obs, reward, term, trunc, final_obs = self._step_fn(self._state, self._actions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuenv.backends.gymnax import VERSION as GYMNAX
 from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv, Trainer
 
 # Brax PPO's hyperparameters (brax.training.agents.ppo.train): Playground's native trainer takes them too.
@@ -32,8 +33,9 @@ BACKEND = Backend(
         "ant": NativeTask("ant", 0.05, 5, 0.01, 1000, (27,), "box", 8, "Brax's own port; no contact forces in obs"),
         "humanoid": NativeTask("humanoid", 0.015, 5, 0.003, 1000, (244,), "box", 17, "Brax's own port"),
     },
-    image=Image("Brax on JAX with CUDA 13 wheels, Brax PPO, and SB3 on CUDA torch (one nvidia-* set)", ("brax", "ppo", "cuda13"), "13", "docker/brax.Dockerfile", torch_cpu=False,
-                build_gb=10),
+    # gymnax is JAX too: gpuenv/brax carries it (locked without its gymnasium pin, installed --no-deps)
+    image=Image("Brax on JAX with CUDA 13 wheels, Brax PPO, and SB3 on CUDA torch (one nvidia-* set); gymnax", ("brax", "ppo", "cuda13", "gymnax"), "13",
+                "docker/brax.Dockerfile", torch_cpu=False, build_gb=10, no_deps=(f"gymnax=={GYMNAX}",), carries=("gymnax",)),
     ppo_env=PpoEnv("gpuenv.backends.brax.ppo:make_vecenv", jit_compiled=True),
     trainers=(
         Trainer(

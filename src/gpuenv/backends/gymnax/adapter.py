@@ -16,10 +16,13 @@ from gpuenv.backends.spec import NativeTask
 RESET_MODE = "auto-reset inside gymnax's Environment.step (a fresh reset state selected where done), inside the scan"
 
 
-def vmapped(env_id: str):
+def vmapped(native: NativeTask):
     """(env, params, reset(keys) -> (obs, states), step(keys, states, actions) -> (obs, states, reward, terminated,
-    truncated, info)): gymnax 1.0's API, vmapped over the envs with the env's default parameters."""
-    env, params = gymnax.make(env_id)
+    truncated, info)): gymnax 1.0's API, vmapped over the envs with the env's default parameters but for
+    the time limit, which is the catalogue's (native.episode_steps; gymnax's own default is the same for
+    both tasks). info["final_observation"] is the observation before an auto-reset."""
+    env, params = gymnax.make(native.env_id)
+    params = params.replace(max_steps_in_episode=native.episode_steps)
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     return env, params, (lambda keys: reset(keys, params)), (lambda keys, states, actions: step(keys, states, actions, params))
@@ -27,7 +30,7 @@ def vmapped(env_id: str):
 
 def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the adapter contract
     device, details = device_facts()
-    env, params, reset, step = vmapped(native.env_id)
+    env, params, reset, step = vmapped(native)
     key, sub = jax.random.split(jax.random.PRNGKey(case.seed))
     _obs, states = jax.block_until_ready(jax.jit(reset)(jax.random.split(sub, case.num_envs)))
 
