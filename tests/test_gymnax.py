@@ -87,6 +87,7 @@ def test_its_vecenv_keeps_sb3_semantics_with_the_catalogues_time_limit():
     native = replace(default_registry().native("cartpole", "gymnax"), episode_steps=5)
     venv, details = make_vecenv("jit", native, 4, seed=0)
     assert details["params"]["max_steps_in_episode"] == 5 and "JaxVecEnv" in details["vectoriser"]
+    assert not np.allclose(venv.reset(), venv.reset())  # each reset draws new start states (eval rounds differ)
     obs = venv.reset()
     assert obs.shape == (4, 4) and venv.action_space.n == 2
     truncated = 0
@@ -110,3 +111,21 @@ def test_its_vecenv_keeps_sb3_semantics_with_the_catalogues_time_limit():
         ended.update({int(i): infos[i] for i in np.flatnonzero(dones) if i not in ended})
     assert set(ended) == {0, 1} and not any(i["TimeLimit.truncated"] for i in ended.values())
     assert all(abs(i["terminal_observation"][2]) > 0.2 or abs(i["terminal_observation"][0]) > 2.4 for i in ended.values())
+
+
+def test_minatar_breakout_trains_through_the_shared_trainer_with_integer_actions_and_an_mlp():
+    """MinAtar's 10x10x4 float planes are not an Atari image: the shared trainer gives them an MLP
+    (SB3's Nature CNN wants uint8 frames and is too big for 10x10), and gymnax indexes its action set
+    with the integer actions the VecEnv passes (a float action would fail inside the jit)."""
+    from gpuenv.modes.ttr.train import build_sb3
+
+    b = default_registry().get("gymnax")
+    native = default_registry().native("breakout_minatar", "gymnax")
+    model, venv, details = build_sb3(b, "jit", native, 2, 0, {"n_steps": 16, "batch_size": 16, "n_epochs": 1})
+    assert details["policy"] == "MlpPolicy"
+    obs = venv.reset()
+    assert obs.shape == (2, 10, 10, 4) and obs.dtype == np.float32
+    model.learn(32)  # two rollouts of 16 steps x 2 envs: stepping and one update run
+    actions, _ = model.predict(obs)
+    obs, rewards, dones, _infos = venv.step(actions)
+    assert obs.shape == (2, 10, 10, 4) and rewards.shape == (2,)

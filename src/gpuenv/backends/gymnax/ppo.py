@@ -22,11 +22,17 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
     from gpuenv.backends.vecenv import JaxVecEnv
 
     env, params, reset_envs, step_envs = vmapped(native)
+    resets = [0]  # a fresh draw of start states at each reset() (an eval env is reset every round)
 
-    def reset():
-        key, sub = jax.random.split(jax.random.PRNGKey(seed))
+    @jax.jit
+    def start(n):
+        key, sub = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), n))
         obs, states = reset_envs(jax.random.split(sub, num_envs))
         return (key, states), obs
+
+    def reset():
+        resets[0] += 1
+        return start(resets[0] - 1)
 
     def step(carry, actions):
         key, states = carry
@@ -39,4 +45,4 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
     obs_space = gymnasium.spaces.Box(-np.inf, np.inf, shape, np.float32)
     act_space = gymnasium.spaces.Discrete(int(env.num_actions))
     details = {"vectoriser": VECTORISER, "gymnax": _version(), "params": _params(params)}
-    return JaxVecEnv(jax.jit(reset), jax.jit(step), num_envs, obs_space, act_space), details
+    return JaxVecEnv(reset, jax.jit(step), num_envs, obs_space, act_space), details

@@ -227,6 +227,7 @@ def build_sb3(backend, variant: str, native: NativeTask, num_envs: int, seed: in
     VecEnv, details).
     The time-to-reward trainer and the throughput suite's policy phases both build it here."""
     from stable_baselines3 import PPO
+    from stable_baselines3.common.preprocessing import is_image_space
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
     assert backend.ppo_env is not None
@@ -235,7 +236,9 @@ def build_sb3(backend, variant: str, native: NativeTask, num_envs: int, seed: in
     normalize = bool(hyperparams.get("normalize", False))
     if normalize:
         venv = VecNormalize(venv, gamma=hyperparams.get("gamma", 0.99))
-    policy = "CnnPolicy" if len(native.obs_shape) == 3 else "MlpPolicy"  # Atari frames get SB3's Nature CNN
+    # Atari frames (uint8 images) get SB3's Nature CNN; anything else, MinAtar's 10x10x4 float planes
+    # included (too small for its 8x8 stride-4 kernel), an MLP
+    policy = "CnnPolicy" if is_image_space(venv.observation_space) else "MlpPolicy"
     device = policy_device(backend)
     model = PPO(policy, venv, seed=seed, device=device, verbose=0, **sb3_kwargs(hyperparams))
     # SB3's default logger (verbose=0) makes an empty tempdir/SB3-<time> folder at every learn() and
