@@ -11,9 +11,11 @@ ARG GIT_SHA=unknown
 ARG GIT_DIRTY=""
 ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
-# Genesis needs OpenGL's libraries even headless (it always builds an offscreen renderer).
+# Genesis needs OpenGL's libraries even headless (it always builds an offscreen renderer), and X's
+# XRender library (its viewer's pyglet binds it at import; without it: "'NoneType' object has no
+# attribute 'XRenderFindVisualFormat'").
 # hadolint ignore=DL3008
-RUN apt-get update && apt-get install -y --no-install-recommends libgl1 libegl1 && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends libgl1 libegl1 libxrender1 && rm -rf /var/lib/apt/lists/*
 ARG LOCK=docker/locks/genesis.txt
 ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
@@ -24,10 +26,12 @@ COPY ${LOCK} /opt/gpuenv/lock.txt
 # The CPU torch wheel comes from TORCH_INDEX, or from wheels in docker/wheels/ (the build command
 # fills it where the host has them; TORCH_INDEX is then empty: no retries against an unreachable index).
 # A host CA bundle, where registry access needs one, comes as the build secret `pipcert`.
+# Wheels only, but for pygltflib 1.16.0 (genesis-world's exact pin): PyPI has only its source, a
+# pure-Python package, built here from the hash-checked sdist.
 RUN --mount=type=bind,source=docker/wheels,target=/wheels \
     --mount=type=secret,id=pipcert \
     if [ -f /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi; \
-    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --find-links /wheels \
+    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --no-binary=pygltflib --find-links /wheels \
       ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -r /opt/gpuenv/lock.txt
 
 COPY pyproject.toml /opt/gpuenv/

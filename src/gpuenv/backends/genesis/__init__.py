@@ -14,7 +14,7 @@ measured on any machine:
 genesis-world pins plotly < 6 and opencv-python beside the main install's, so it runs in its own
 Python environment (docker/locks/genesis.txt, built on first use, ~3.7 GB with torch's CPU wheel).
 Genesis needs OpenGL's libraries even headless (it always builds an offscreen renderer): Debian's
-libgl1 and libegl1."""
+libgl1 and libegl1, and X's libxrender1 (its viewer's pyglet binds it at import)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,13 @@ BACKEND = Backend(
     },
     packages=("genesis-world", "quadrants", "torch", "mujoco", "numpy"),
     library="genesis-world",
-    install_hint="its own Python environment, built on first use from docker/locks/genesis.txt (needs libgl1 and libegl1)",
+    install_hint="its own Python environment, built on first use from docker/locks/genesis.txt (needs libgl1, libegl1 and libxrender1)",
     tasks={
         "franka_scene": NativeTask("xml/franka_emika_panda/panda.xml", 0.01, 1, 0.01, 10**9, (9,), "box", 9, _SCENE.format("Franka Panda")),
         "go2_scene": NativeTask("urdf/go2/urdf/go2.urdf", 0.01, 1, 0.01, 10**9, (12,), "box", 12, _SCENE.format("Unitree Go2")),
     },
     environment=Environment(python="3.11", lock="docker/locks/genesis.txt"),
-    # its environment's lock is the image's; the image itself was not built yet (said wherever it is listed)
+    # its environment's lock is the image's (in the image, the image's interpreter is its environment)
     image=Image("Genesis on its CPU backend (genesis-world, quadrants), torch's CPU wheel, OpenGL's libraries", ("genesis",), None,
-                "docker/genesis.Dockerfile", verified=False),
+                "docker/genesis.Dockerfile"),
 )
