@@ -19,7 +19,7 @@ if INFO.unavailable_reason():
 
 import psutil  # noqa: E402
 
-from gpuenv.backends.gymnasium.adapter import make_env  # noqa: E402
+from gpuenv.backends._gym_make import make_env  # noqa: E402
 from gpuenv.backends.pufferlib import adapter  # noqa: E402
 
 

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from gpuenv.backends._common import action_space_of, flat_obs_shape
+from gpuenv.backends._gym_make import make_env
 from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
 
@@ -22,20 +23,6 @@ from gpuenv.backends.spec import NativeTask
 # same. Startup is recorded apart from steady state either way, and the method is recorded.
 START_METHOD = "fork"
 NEXT_STEP_RESET = "next-step autoreset (Gymnasium 1.x: one extra step per episode returns the reset obs)"
-
-
-def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
-    if env_id.startswith("ALE/"):
-        import ale_py
-
-        gym.register_envs(ale_py)
-        # Same preprocessing EnvPool's Pong-v5 does in C++ (see the catalogue in __init__.py).
-        env = gym.make(env_id, frameskip=1, repeat_action_probability=0.0, max_num_frames_per_episode=108_000)
-        env = gym.wrappers.AtariPreprocessing(
-            env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, terminal_on_life_loss=False
-        )
-        return gym.wrappers.FrameStackObservation(env, 4)
-    return gym.make(env_id, max_episode_steps=max_episode_steps)
 
 
 class _EnvFn:

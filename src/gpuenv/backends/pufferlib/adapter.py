@@ -18,8 +18,8 @@ import pufferlib.emulation
 import pufferlib.vector
 
 from gpuenv.backends._common import action_space_of, flat_obs_shape
+from gpuenv.backends._gym_make import make_env
 from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
-from gpuenv.backends.gymnasium.adapter import make_env
 from gpuenv.backends.spec import NativeTask
 
 DISTRIBUTION = "pufferlib-core from PyPI: Metta AI's vendored copy of PufferLib's core, not a PufferAI release"
