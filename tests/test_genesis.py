@@ -26,14 +26,15 @@ def test_declared_in_its_own_environment_with_a_cpu_torch_lock():
 
 
 # Two variants that between them set each protocol choice both ways (the fresh target with self-collision,
-# the reused one without): each process builds Genesis's kernels again, about a minute on this VM kind.
+# the reused one without), two processes each: a process that compiles Genesis's kernels takes about a
+# minute on this VM kind, one that finds them in Quadrants's offline cache about 20 s.
 PAIR = ("random", "reused-noself")
 
 
 @pytest.mark.backend
 def test_each_protocol_choice_runs_both_ways_and_records_what_it_did(cli, tmp_path):
     backends = [a for v in PAIR for a in ("--backend", f"genesis:{v}")]
-    r = cli("bench", "--suite", "smoke", *backends, "--task", "franka_scene", "--num-envs", "2", "--processes", "1",
+    r = cli("bench", "--suite", "smoke", *backends, "--task", "franka_scene", "--num-envs", "2", "--processes", "2",
             "--out", str(tmp_path), timeout=1800)
     if "could not create the venv" in r.stderr or "could not install the lock" in r.stderr:
         pytest.skip(f"Genesis's environment could not be built here: {r.stderr.strip().splitlines()[-1]}")
@@ -48,3 +49,5 @@ def test_each_protocol_choice_runs_both_ways_and_records_what_it_did(cli, tmp_pa
         assert d["action_protocol"] == ("one target set once, then scene.step() only" if variant.startswith("reused") else "a fresh target every step")
         assert d["constraint_solver"] and d["iterations"] > 0 and d["joints"] == 9
         assert rec["where"]["machine"]["python"].startswith("3.11.")
+        # the kernels the first process compiled (or an earlier run did) are in the cache for the second
+        assert [p["compile_cache"] for p in rec["processes"]][1:] == ["hit"], variant

@@ -94,3 +94,7 @@ class Stepper(Protocol):
     def sync(self) -> None: ...
 
     def close(self) -> None: ...
+
+    # Optional: `keep_caches()`, what must happen before the worker leaves without teardown (os._exit) for
+    # the next process to start faster: a compile cache its simulator writes only at shutdown. Called once,
+    # after the timed values, outside every timed region; the stepper is not stepped again.
