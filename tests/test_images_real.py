@@ -28,8 +28,8 @@ CPU_IMAGES = ("gymnasium", "envpool", "godot", "genesis")
 # gpuenv/gymnasium PufferLib's vectoriser; gpuenv/genesis runs Genesis's CPU backend (its image's
 # interpreter is its own environment)
 RUNS = {"gymnasium": ("gymnasium", "pufferlib"), "envpool": ("envpool",), "godot": ("godot4", "godot"), "genesis": ("genesis",)}
-# Genesis compiles its kernels in each new worker process (50-80 s here in a fresh container, against 16 s
-# with the host's warm cache): its image runs the smoke case in one process, not three
+# A fresh container has no kernel cache: Genesis's first process compiles its kernels (50-80 s here), so its
+# image runs the smoke case in one process, not three
 ARGS = {"genesis": ("--processes", "1")}
 
 

@@ -182,3 +182,41 @@ def test_a_case_over_the_memory_limit_is_oom_and_the_table_says_what_fit(cli, tm
     assert "memory limit of 1024 MiB" in big["failure"]["reason"]
     out = " ".join(r.stdout.split())
     assert "fake:alloc / cartpole: the largest num_envs that fit under the memory limit of 1024 MiB: 4 (out of memory at 32)" in out
+
+
+@pytest.mark.parametrize("then", ["writes", "raises"])
+def test_a_stepper_that_keeps_its_caches_keeps_its_figure_whatever_the_cache_does(monkeypatch, then):
+    """keep_caches() (Genesis's compile cache, written at its own shutdown) runs after the timed values:
+    the figure is handed to the runner first, and an error there is recorded beside it, never instead."""
+    import types
+
+    from gpuenv.modes.throughput import worker
+    from gpuenv.registry import default_registry
+    from gpuenv_fake import adapter as fake
+
+    def open_(case, native):
+        stepper = fake.open(case, native)
+
+        def keep_caches():
+            if then == "raises":
+                raise OSError("cache folder not writable\nsecond line")
+            stepper.facts.details["compile_cache"] = "hit"
+
+        stepper.keep_caches = keep_caches
+        return stepper
+
+    real = default_registry()
+    adapter = types.SimpleNamespace(open=open_)
+    monkeypatch.setattr(worker, "default_registry",
+                        lambda: types.SimpleNamespace(get=lambda name: types.SimpleNamespace(load=lambda: adapter), native=real.native))
+    kept: list[dict] = []
+    spec = {"mode": "env-step-throughput", "case": Case("fake", "ok", "cartpole", 2, chunk_steps=5).to_dict(),
+            "settings": {"min_time_s": 0.01, "values": 2, "warmups": 0}}
+    out = worker.measure_case(spec, keep=lambda result: kept.append(json.loads(json.dumps(result))))
+    assert out["ok"] and len(out["env_steps_per_s"]) == 2 and all(v > 0 for v in out["env_steps_per_s"])
+    assert kept and kept[0]["env_steps_per_s"] == out["env_steps_per_s"]  # the figure went to the runner before
+    details = out["facts"]["details"]
+    if then == "raises":
+        assert details["keep_caches_error"] == "OSError: cache folder not writable" and out["compile_cache"] == "n/a"
+    else:
+        assert out["compile_cache"] == "hit" and "compile_cache" not in details and "keep_caches_error" not in details

@@ -197,16 +197,3 @@ def test_read_only_commands_over_the_published_records_run_clean(tmp_path):
         assert "skipped" not in r.stderr.lower(), (args, r.stderr)
         assert r.returncode == 0, (args, r.stdout[-2000:] + r.stderr)
 
-
-def test_backend_packages_import_each_other_without_a_circle():
-    """A backend may build on another (own on gymnasium, pufferlib on the Gymnasium catalogue), never both ways:
-    what two backends share lives in a module under backends/ of its own (_gym_tasks, _gym_make, _brax_ppo)."""
-    import grimp
-
-    graph = grimp.build_graph("gpuenv")
-    packages = sorted(m for m in graph.find_children("gpuenv.backends") if not m.rsplit(".", 1)[1].startswith("_")
-                      and graph.find_children(m))
-    uses = {a: {b for b in packages if b != a and graph.chain_exists(a, b, as_packages=True)} for a in packages}
-    circles = sorted(f"{a} <-> {b}" for a in packages for b in uses[a] if a < b and a in uses[b])
-    assert len(packages) >= 10 and uses["gpuenv.backends.own"] >= {"gpuenv.backends.gymnasium"}  # the check sees imports
-    assert circles == []

@@ -1,5 +1,5 @@
 """One env of the Gymnasium catalogue (_gym_tasks), built the way every Gymnasium-based vectoriser
-builds it: Gymnasium's own vectorisers, SB3's, and PufferLib's. Imported only in adapters."""
+builds it: Gymnasium's own vectorisers, SB3's, and PufferLib's. Imports Gymnasium: for workers, not declarations."""
 
 from __future__ import annotations
 

@@ -108,20 +108,29 @@ class GenesisStepper:
     def keep_caches(self) -> None:
         """Genesis writes the kernels Quadrants compiled to its offline cache in gs.destroy(), which it
         registers with atexit; the worker leaves with os._exit, so without this call every process compiled
-        them all again (74 and 79 s of scene build for the Franka here, 20 s once cached). The record says
-        whether this process found its kernels there (hit) or wrote new ones (miss)."""
+        them all again. The record says `hit` where the cache held kernels and this process added none,
+        `miss` where it wrote new ones, `not cached` where nothing was written (cache off or unwritable).
+        Another run sharing the cache at the same time can make a hit read as a miss."""
         import genesis as gs
         from quadrants.lang import impl
 
-        root = Path(impl.get_runtime().prog.config().offline_cache_file_path)
+        root = Path(impl.get_runtime().prog.config().offline_cache_file_path) / "kernel_compilation_manager"
         before = _cache_files(root)
         self.scene = None
         gs.destroy()
-        self.facts.details["compile_cache"] = "miss" if _cache_files(root) - before else "hit"
+        after = _cache_files(root)
+        self.facts.details["compile_cache"] = "miss" if after - before else "hit" if before else "not cached"
 
 
 def _cache_files(root: Path) -> set[tuple[str, int]]:
-    return {(str(p), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()} if root.is_dir() else set()
+    """(path, mtime) of the compiled kernels in Quadrants's cache folder; a file removed meanwhile is skipped."""
+    out = set()
+    for p in root.glob("*") if root.is_dir() else ():
+        try:
+            out.add((p.name, p.stat().st_mtime_ns))
+        except FileNotFoundError:
+            continue
+    return out
 
 
 def facts(gs, scene, self_collision: bool) -> dict:

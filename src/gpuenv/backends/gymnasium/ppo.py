@@ -11,7 +11,8 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int, make
     """(SB3 VecEnv, details for the record). `make`: how one env is built (default: the catalogue's)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from gpuenv.backends.gymnasium.adapter import START_METHOD, _EnvFn, make_env
+    from gpuenv.backends._gym_make import make_env
+    from gpuenv.backends.gymnasium.adapter import START_METHOD, _EnvFn
 
     venv: Any
     fns: list[Any] = [_EnvFn(native.env_id, seed + i, None, make or make_env) for i in range(num_envs)]

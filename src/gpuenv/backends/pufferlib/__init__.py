@@ -6,14 +6,11 @@ From PyPI only `pufferlib-core` installs here: the vectoriser and emulation laye
 C environments. It is not a PufferAI release: its metadata calls it "Minimal PufferLib core
 functionality vendored into the Metta monorepo" (Metta AI's copy, versioned 3.0.x, with teacher
 actions added); its Serial and Multiprocessing keep PufferLib's design (zero-copy shared-memory
-batches, busy-waiting workers, one worker per physical core), which PufferAI's 2024 vector.py has too. The full `pufferlib` 3.0.0 (PufferAI's, with the
-Ocean C environments) is an sdist only. It ships Raylib 5.5's Linux build, but its setup.py still
-downloads Raylib's WebAssembly build and Box2D from GitHub, so `pip install pufferlib==3.0.0` fails
-on a machine without GitHub (URLError). With those folders made empty beforehand and the one Box2D
-environment (impulse_wars) left out, 29 Ocean environments built here in about 30 s (2026-12-05; see
-docs/not-verified.md); it pins numpy<2 and gymnasium 0.29.1, so it would need an environment of its
-own, and gpuenv does not run it yet. It pins torch==2.9.0 for its CUDA advantage kernel, which the vectoriser never
+batches, busy-waiting workers, one worker per physical core), which PufferAI's 2024 vector.py has
+too. pufferlib-core pins torch==2.9.0 for its CUDA advantage kernel, which the vectoriser never
 imports, so it is installed without its pins (`make install`: pip install --no-deps pufferlib-core).
+PufferAI's `pufferlib` 3.0.0, with the Ocean C environments, is not run by gpuenv yet:
+docs/not-verified.md says what its build needs here.
 """
 
 from __future__ import annotations
