@@ -199,9 +199,9 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     from gpuenv.decide import EndToEnd, Parts
 
     newest = decide("halfcheetah", 50_000_000, 1, published_records)  # no --machine: the newest records' machine
-    assert newest.machine.startswith("[4] Intel(R) Xeon(R) Processor (2 cores)"), newest.machine  # make bench at e97b617
+    assert newest.machine.startswith("[3] AMD EPYC (2 cores)"), newest.machine  # make bench at 01608be
     d = decide("halfcheetah", 50_000_000, 1, published_records, machine="lent-h200")
-    assert d.machine.startswith("[6] lent-h200: ") and "NVIDIA H200" in d.machine and "over 7 runs" in d.machine
+    assert d.machine.startswith("[7] lent-h200: ") and "NVIDIA H200" in d.machine and "over 7 runs" in d.machine
     assert {o.selector for o in d.options} == {"brax:positional", "brax:generalized", "mjx:jax"} and all(o.device == "gpu" for o in d.options)
     brax = next(o for o in d.options if o.selector == "brax:generalized")
     # parts of another run of the same machine (the newest run with parts is half-finished, so left out)
@@ -217,10 +217,10 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     assert "measured end to end, not composed" in d.answer
     assert any("no CPU backend was measured on this machine" in w for w in d.why)
     assert not [n for n in d.needs_gpu if "projection" in n]  # brax and mjx were measured on its GPU: no claim stands in
-    assert len(d.other_machines) == 4 and all(o.startswith("[") for o in d.other_machines)
+    assert len(d.other_machines) == 5 and all(o.startswith("[") for o in d.other_machines)
     # from the VM, the H200's GPU simulator is set beside the VM's quickest CPU backend, each on its own machine
     vm = decide("halfcheetah", 10**9, 1, published_records, machine=VM)
-    (across,) = [v for v in vm.versus if v.startswith("measured on another machine, [6] lent-h200")]
+    (across,) = [v for v in vm.versus if v.startswith("measured on another machine, [7] lent-h200")]
     assert "brax:positional on its GPU, training 48 min for 1 x 1,000,000,000 steps at 2048 envs" in across and "against envpool:sync here, training" in across
     assert "the GPU machine finishes first above" in across
     assert not [v for v in d.versus if v.startswith("measured on another machine")]  # the H200 measured its GPU itself
@@ -647,9 +647,9 @@ def test_decide_numbers_machines_as_show_does_counting_a_machine_with_only_faile
     records = [*published_records, typed(failed)]
     shown = {label: n for n, label, _, _ in runs_by_machine(records)}  # show's numbers
     h200 = next(n for label, n in shown.items() if label.startswith("lent-h200"))
-    assert h200 == 7 and next(iter(shown)).startswith("0-broken-box")
+    assert h200 == 8 and next(iter(shown)).startswith("0-broken-box")
     d = decide("halfcheetah", 50_000_000, 1, records, machine=str(h200))
-    assert d.machine.startswith(f"[{h200}] lent-h200: ")  # the machine show calls [7], not the one after it
+    assert d.machine.startswith(f"[{h200}] lent-h200: ")  # the machine show calls [8], not the one after it
 
 
 def test_another_machines_gpu_that_starts_quicker_but_steps_slower_finishes_first_only_for_short_runs():
