@@ -191,6 +191,15 @@ def test_decide_answers_the_course_question_from_this_machines_records(cli):
     assert old.returncode == 0 and old.stdout == r.stdout
 
 
+def test_decide_never_answers_with_a_protocol_no_trainer_steps(published_records):
+    """Genesis's reused target (its speed benchmark's loop, 3.4x the fresh-target rate on the AMD VM) is measured and
+    shown, never the answer: a trainer picks a new action every step."""
+    d = decide("franka_scene", 50_000_000, 1, published_records)
+    assert d.machine.startswith("[3] AMD EPYC"), d.machine  # make bench at 01608be measured both protocols
+    assert d.answer.startswith("genesis:random (64 envs)") and {o.selector for o in d.options} == {"genesis:random"}
+    assert "genesis:reused-noself left out: one joint target set once and reused for every step (Genesis's speed-benchmark protocol)" in "\n".join(d.why)
+
+
 def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, published_records):
     """The newest halfcheetah records answer unless --machine picks another. The lent H200's gpu-check
     runs (seven runs whose reference speed moved 2x: one machine by its name): the answer is theirs,

@@ -325,6 +325,14 @@ def across_machines(opts: list[Option], elsewhere: list[tuple[str, list[Option]]
     return out
 
 
+def benchmark_only(r: Record) -> str | None:
+    """Why no trainer steps the way this record's variant did (its backend's `benchmark_only`), or None."""
+    from gpuenv.registry import default_registry
+
+    b = default_registry().backends.get(r.case.backend)
+    return b.benchmark_only.get(r.case.variant) if b else None
+
+
 def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
     """One option per backend:variant from one machine's ok records of the task (pick_machine)."""
     from gpuenv.claims import device_class
@@ -334,7 +342,7 @@ def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
     best: dict[str, Option] = {}
     for r in recs:
         step = of(r).step_rate(r)
-        if step is None:
+        if step is None or benchmark_only(r):
             continue
         sel = r.case.label
         if sel in best and best[sel].rate >= step.median:
@@ -474,6 +482,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         recs, left_out, unfinished = kept, unfinished, {}
     opts = options_for(task, machine, recs)
     total = budget * configs
+    protocol_only = sorted({(r.case.label, b) for r in recs if (b := benchmark_only(r)) and of(r).step_rate(r) is not None})
     from gpuenv.format import duration
 
     def wall(o: Option) -> float:
@@ -540,6 +549,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     for o in opts:
         if o is not pick:
             why.append(f"vs {line(o)}")
+    why += [f"{sel} left out: {reason}" for sel, reason in protocol_only]
     halves = [*(f"from half-finished run {run} ({half}), as --partial asked" for run, half in unfinished.items()),
               *(f"left out half-finished run {run} ({half}); --partial takes it in" for run, half in left_out.items())]
     why += halves

@@ -137,6 +137,9 @@ class Backend:
     device: str = "cpu"  # "cpu" or "gpu": where its simulator steps on a GPU machine
     hidden: bool = False  # test-only backends: runnable by name, never listed or auto-selected
     variant_notes: dict[str, str] = field(default_factory=dict)
+    # variant -> why no trainer steps this way (a publisher's benchmark protocol: one action reused): measured,
+    # shown and set beside claims, never a decision's answer
+    benchmark_only: dict[str, str] = field(default_factory=dict)
     min_envs: dict[str, int] = field(default_factory=dict)  # variant -> smallest num_envs it can run
     install_hint: str = ""  # how to get it, where a pip extra is not the way
     baseline: str | None = None  # this variant is the baseline that speedups are quoted against
