@@ -21,3 +21,8 @@ class Diverged(Exception):
 class NoSpace(UserError):
     """The results directory has no room for another record (ENOSPC, EDQUOT): the run stops there,
     every record already written is kept."""
+
+
+def first_line(e: BaseException) -> str:
+    """An error as a record keeps it beside a figure it did not spoil: its type and its first line, at most 300 characters."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]

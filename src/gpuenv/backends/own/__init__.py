@@ -53,9 +53,16 @@ def declare() -> Backend:
     )
 
 
+def installs() -> dict[str, str]:
+    """How to get each Godot program a game can name (the declaration's hint; the adapter's error)."""
+    from gpuenv.backends.godot.adapter import INSTALL as GODOT3_INSTALL
+    from gpuenv.backends.godot4.runtime import INSTALL as GODOT4_INSTALL
+
+    return {"godot4": GODOT4_INSTALL, "godot3-server": GODOT3_INSTALL}
+
+
 def declare_game(own: dict) -> Backend:
     from gpuenv.backends.godot.adapter import flags
-    from gpuenv.backends.own.godot import INSTALLS
 
     game = own["game"]
     variants = tuple(own.get("variants") or GAME_VARIANTS)
@@ -66,7 +73,7 @@ def declare_game(own: dict) -> Backend:
         requires=("godot_rl",),
         programs=program,
         extra="godot",
-        install_hint=INSTALLS.get(game["program"], ""),
+        install_hint=installs().get(game["program"], ""),
         variants=variants,
         description="your own godot-rl game (gpuenv profile PATH), in Godot processes of its agents",
         variant_notes={v: (f"frames back to back (--fixed-fps 60), action_repeat {flags(v).action_repeat}" if v.startswith("uncapped") else

@@ -18,14 +18,11 @@ import numpy as np
 
 from gpuenv.backends.base import Case
 from gpuenv.backends.godot.adapter import CACHES, GodotPool, GodotStepper, Launch, action_space_of, flags, kill_tree, per_key, start
-from gpuenv.backends.godot.adapter import INSTALL as GODOT3_INSTALL
-from gpuenv.backends.godot4.runtime import INSTALL as GODOT4_INSTALL
-from gpuenv.backends.own import GAME_KIND
+from gpuenv.backends.own import GAME_KIND, installs
 from gpuenv.backends.spec import NativeTask
 from gpuenv.tasks import own_env
 
 PROGRAMS = {5: ("godot4", "Godot 4"), 4: ("godot3-server", "Godot 3")}  # project.godot's config_version -> program
-INSTALLS = {"godot4": GODOT4_INSTALL, "godot3-server": GODOT3_INSTALL}
 PREPARED = ".gpuenv-prepared"  # in the work folder: the project's copy is made and imported
 
 
@@ -69,7 +66,7 @@ def launch_of(own: dict, connect_timeout_s: float = 60.0) -> Launch:
     game = own["game"]
     project = game.get("run_project") or game["project"]
     return Launch(program=game["program"], project=Path(project) if project else None,
-                  install=INSTALLS.get(game["program"], "give the path of an exported game binary"),
+                  install=installs().get(game["program"], "give the path of an exported game binary"),
                   agents=own.get("agents_per_process"), stats=False, connect_timeout_s=connect_timeout_s,
                   what=f"the game {game['path']}")
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from gpuenv.backends.base import Case, action_pool
 from gpuenv.backends.spec import NativeTask
+from gpuenv.errors import first_line
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
 
 PHASES = ("step", "step+reset", "vecenv", "inference", "collect", "learn", "update")
@@ -356,6 +357,6 @@ def measure_phases(
         except Absent as e:
             out[name] = {"absent": str(e)}
         except Exception as e:  # a phase that breaks loses its own number only, never the case's
-            out[name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+            out[name] = {"failed": first_line(e)}
         done(out)
     return out

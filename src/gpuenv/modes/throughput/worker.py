@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gpuenv.backends.base import Case, action_pool
+from gpuenv.errors import first_line
 from gpuenv.measure.monitor import Monitor
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
 from gpuenv.registry import default_registry
@@ -101,6 +102,6 @@ def keep_caches(stepper: Any, result: dict) -> None:
     try:
         stepper.keep_caches()
     except Exception as e:  # noqa: BLE001 - the measured figure stands whatever its cache does
-        details["keep_caches_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+        details["keep_caches_error"] = first_line(e)
         return
     result["compile_cache"] = details.pop("compile_cache", result["compile_cache"])
