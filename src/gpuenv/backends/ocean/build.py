@@ -1,0 +1,83 @@
+"""PufferAI's `pufferlib` 3.0.0 (the Ocean C environments) built into a Python environment, on a machine
+without GitHub. Work in progress (branch `ocean`): not registered as a backend yet.
+
+PyPI has it as an sdist only. The sdist ships Raylib 5.5's Linux build, but its setup.py downloads
+Raylib's WebAssembly build and Box2D from GitHub whenever their folders are missing, and imports
+torch's cpp_extension at the top even with NO_TRAIN=1 (which leaves its torch extension out). So:
+the hash-checked sdist is unpacked, the two folders are made empty (nothing on Linux reads them),
+impulse_wars (Box2D's one user) is left out, and the build sees a stand-in `torch.utils.cpp_extension`
+whose BuildExtension is setuptools' build_ext (with NO_TRAIN=1 it builds no extension). The sdist
+itself is not modified. Standard library only: it runs before gpuenv is installed there."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import urllib.request
+from pathlib import Path
+
+VERSION = "3.0.0"
+SDIST_URL = ("https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40ba04a87e6b9bcc177281d31092f77afd90c412f1/"
+             f"pufferlib-{VERSION}.tar.gz")
+SDIST_SHA256 = "7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9"
+EMPTY = ("raylib-5.5_webassembly", "box2d-web", "box2d-linux-amd64/include", "box2d-linux-amd64/src")
+LEFT_OUT = ("impulse_wars",)  # links Box2D's libbox2d.a, a GitHub download
+STUB = '''"""Stand-in for torch.utils.cpp_extension while pufferlib's setup.py runs with NO_TRAIN=1 (gpuenv)."""
+from setuptools.command.build_ext import build_ext as BuildExtension
+CppExtension = CUDAExtension = None
+CUDA_HOME = None
+'''
+
+
+def fetch(dest: Path) -> Path:
+    """The sdist, downloaded once and checked against its sha256."""
+    path = dest / f"pufferlib-{VERSION}.tar.gz"
+    if not path.exists():
+        tmp = path.with_suffix(".part")
+        with urllib.request.urlopen(SDIST_URL, timeout=120) as r, open(tmp, "wb") as f:
+            shutil.copyfileobj(r, f)
+        tmp.rename(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != SDIST_SHA256:
+        path.unlink()
+        raise RuntimeError(f"{SDIST_URL}: sha256 {digest}, expected {SDIST_SHA256}")
+    return path
+
+
+def prepare(sdist: Path, work: Path) -> tuple[Path, Path]:
+    """(source folder ready to build, folder holding the torch stand-in)."""
+    src, stub = work / "src", work / "stub"
+    shutil.rmtree(work, ignore_errors=True)
+    src.mkdir(parents=True)
+    with tarfile.open(sdist) as t:
+        top = t.getnames()[0].split("/")[0]
+        t.extractall(work, filter="data")
+    (work / top).rename(src) if (work / top) != src else None
+    for d in EMPTY:
+        (src / d).mkdir(parents=True, exist_ok=True)
+    for name in LEFT_OUT:
+        (src / "pufferlib" / "ocean" / name / "binding.c").unlink(missing_ok=True)
+    (stub / "torch" / "utils").mkdir(parents=True)
+    (stub / "torch" / "__init__.py").write_text("")
+    (stub / "torch" / "utils" / "__init__.py").write_text("")
+    (stub / "torch" / "utils" / "cpp_extension.py").write_text(STUB)
+    return src, stub
+
+
+def install(python: str, uv: list[str], work: Path, cache: Path) -> None:
+    """Build and install pufferlib into the environment whose interpreter is `python` (it needs numpy,
+    setuptools and wheel already: the build runs without isolation)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    src, stub = prepare(fetch(cache), work)
+    env = {**os.environ, "NO_TRAIN": "1", "PYTHONPATH": str(stub)}
+    subprocess.run([*uv, "pip", "install", "--quiet", "--python", python, "--no-build-isolation", "--no-deps", str(src)],
+                   check=True, env=env, cwd=src)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":  # python -m gpuenv.backends.ocean.build PYTHON WORK CACHE
+    install(sys.argv[1], [sys.executable, "-m", "uv"], Path(sys.argv[2]), Path(sys.argv[3]))
