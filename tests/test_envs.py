@@ -56,3 +56,27 @@ def test_each_checkout_gets_its_own_environment():
     assert envs.env_key(lock, "3.12") == envs.env_key(lock, "3.12", ROOT)
     assert envs.env_key(lock, "3.12", Path("/a/gpuenv")) != envs.env_key(lock, "3.12", Path("/b/gpuenv"))
     assert envs.env_key(lock, "3.12") != envs.env_key(lock + "x\n", "3.12") != envs.env_key(lock, "3.11")
+
+
+def test_a_build_step_runs_after_the_lock_with_the_environments_interpreter_and_is_part_of_its_identity(monkeypatch, tmp_path):
+    """What no index has as a wheel (PufferLib Ocean's C envs) is built by the backend's build step into its
+    environment, before the environment is marked ready; a failed step leaves no half-built environment."""
+    import pytest
+
+    from gpuenv.errors import UserError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lock = (ROOT / "tests/plugins/envlock/py312.txt").read_text()
+    with pytest.raises(UserError) as e:
+        envs.build(lock, "3.12", "for the test", "envbuild:fail")
+    assert str(e.value) == "environment for the test (Python 3.12): could not run its build step envbuild:fail: RuntimeError: gcc: command not found"
+    assert not envs.location(lock, "3.12", "envbuild:fail").exists() and not envs.is_built(lock, "3.12", "envbuild:fail")
+    built = envs.build(lock, "3.12", "for the test", "envbuild:mark")
+    assert not built.reused and envs.is_built(lock, "3.12", "envbuild:mark") and not envs.is_built(lock, "3.12")
+    mark = subprocess.run([str(built.interpreter), "-c", "import envbuild_mark; print(envbuild_mark.PREFIX)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert mark == str(built.path)
+    assert envs.build(lock, "3.12", "for the test", "envbuild:mark").reused
+    # the step (its name, its module's source) is in the environment's name: another step builds another environment
+    assert envs.identity(lock, "envbuild:mark") != envs.identity(lock, "envbuild:fail") != lock
+    assert envs.identity(lock, None) == lock

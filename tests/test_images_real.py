@@ -23,11 +23,11 @@ ENGINE = bool(DOCKER) and subprocess.run([DOCKER or "docker", "info"], capture_o
 if not ENGINE:
     pytest.skip("no Docker engine running here (client only, or none): .ci/run starts Debian's dockerd", allow_module_level=True)
 
-CPU_IMAGES = ("gymnasium", "envpool", "godot", "genesis")
+CPU_IMAGES = ("gymnasium", "envpool", "godot", "genesis", "ocean")
 # the backends each image's smoke run covers: gpuenv/godot carries Godot 4.6 (godot4) and Godot 3.2 (godot),
 # gpuenv/gymnasium PufferLib's vectoriser; gpuenv/genesis runs Genesis's CPU backend (its image's
-# interpreter is its own environment)
-RUNS = {"gymnasium": ("gymnasium", "pufferlib"), "envpool": ("envpool",), "godot": ("godot4", "godot"), "genesis": ("genesis",)}
+# interpreter is its own environment), gpuenv/ocean PufferLib Ocean (pufferlib built in the image)
+RUNS = {"gymnasium": ("gymnasium", "pufferlib"), "envpool": ("envpool",), "godot": ("godot4", "godot"), "genesis": ("genesis",), "ocean": ("ocean",)}
 # A fresh container has no kernel cache: Genesis's first process compiles its kernels (50-80 s here), so its
 # image runs the smoke case in one process, not three
 ARGS = {"genesis": ("--processes", "1")}

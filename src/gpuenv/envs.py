@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuenv.errors import UserError
+from gpuenv.errors import UserError, first_line
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = ".gpuenv-ready"
@@ -91,18 +91,43 @@ class Built:
         return {"name": name, "python": self.python, "lock_sha256": self.lock_sha256, "path": str(self.path)}
 
 
-def location(lock: str, python: str) -> Path:
-    return cache_root() / env_key(lock, python)
+def location(lock: str, python: str, build_step: str | None = None) -> Path:
+    return cache_root() / env_key(identity(lock, build_step), python)
 
 
-def is_built(lock: str, python: str) -> bool:
-    return (location(lock, python) / READY).exists()
+def identity(lock: str, build_step: str | None) -> str:
+    """What an environment is built from: its lock, and its build step's name and module source (hashed)."""
+    if build_step is None:
+        return lock
+    import importlib.util
+
+    spec = importlib.util.find_spec(build_step.split(":")[0])
+    source = Path(spec.origin).read_bytes() if spec and spec.origin else b""
+    return f"{lock}\n# then {build_step} {hashlib.sha256(source).hexdigest()[:16]}\n"
 
 
-def build(lock: str, python: str, label: str) -> Built:
-    """The environment for this lock (built now, or reused); UserError naming the failed step."""
-    env = location(lock, python)
-    sha = hashlib.sha256(lock.encode()).hexdigest()
+def is_built(lock: str, python: str, build_step: str | None = None) -> bool:
+    return (location(lock, python, build_step) / READY).exists()
+
+
+def _run_build_step(build_step: str, exe: str, env: Path) -> None:
+    """The environment's build step, in a scratch folder inside it (removed after)."""
+    import importlib
+
+    module, _, function = build_step.partition(":")
+    work = env / ".gpuenv-build"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        getattr(importlib.import_module(module), function)(exe, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build(lock: str, python: str, label: str, build_step: str | None = None) -> Built:
+    """The environment for this lock and build step (built now, or reused); UserError naming the failed step."""
+    env = location(lock, python, build_step)
+    sha = hashlib.sha256(identity(lock, build_step).encode()).hexdigest()
     if (env / READY).exists():
         return Built(env, python, sha, reused=True)
     shutil.rmtree(env, ignore_errors=True)
@@ -121,6 +146,12 @@ def build(lock: str, python: str, label: str) -> Built:
         if r.returncode != 0:
             shutil.rmtree(env, ignore_errors=True)
             raise UserError(f"environment {label} (Python {python}): could not {what}: {last_line(r.stderr or r.stdout)}")
+        if what == "install the lock" and build_step:
+            try:
+                _run_build_step(build_step, exe, env)
+            except Exception as e:  # noqa: BLE001 - any failure of the step: the half-built environment goes, one line says why
+                shutil.rmtree(env, ignore_errors=True)
+                raise UserError(f"environment {label} (Python {python}): could not run its build step {build_step}: {first_line(e)}") from None
     (env / "gpuenv-lock.txt").write_text(lock)
     (env / READY).write_text(label + "\n")
     return Built(env, python, sha, reused=False)
@@ -136,5 +167,6 @@ def status(backend: Any) -> tuple[str, bool]:
     lock = e.lock_path(ROOT)
     if not lock.is_file():
         return f"own (Python {e.python}): lock {e.lock} missing", False
-    state = "built" if is_built(lock.read_text(), e.python) else "not built yet (built on first use)"
-    return f"own: Python {e.python}, {e.lock}; {state}", True
+    state = "built" if is_built(lock.read_text(), e.python, e.build_step) else "not built yet (built on first use)"
+    step = f", then {e.build_step}" if e.build_step else ""
+    return f"own: Python {e.python}, {e.lock}{step}; {state}", True

@@ -26,6 +26,7 @@ BUILTIN = (
     "gpuenv.backends.gymnax",
     "gpuenv.backends.playground",
     "gpuenv.backends.pufferlib",
+    "gpuenv.backends.ocean",
     "gpuenv.backends.genesis",
     "gpuenv.backends.isaaclab",
     "gpuenv.backends.godot",

@@ -42,6 +42,7 @@ TASKS: dict[str, Task] = {
         Task("breakout_minatar", "minatar", "MinAtar Breakout: a 10x10 Breakout on 4 binary channels (gymnax's JAX version)"),
         Task("franka_scene", "robot-scene", "A Franka Panda arm on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
         Task("go2_scene", "robot-scene", "A Unitree Go2 quadruped on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
+        Task("ocean_breakout", "ocean", "PufferLib Ocean's Breakout: its own C game (paddle, ball, 6x18 bricks as 118 features), not Atari's"),
         Task("ballchase", "game-engine", "BallChase: an agent on a walled plane chases a target point (Godot physics, godot-rl protocol)"),
     ]
 }

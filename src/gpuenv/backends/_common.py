@@ -2,7 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuenv.backends.base import ActionSpace
+
+
+class HostLoop:
+    """The stepping half of a host-side stepper whose `env.step(actions)` steps every env at once and
+    synchronously (a Gymnasium vectoriser, an Ocean PufferEnv): run() rotates through the harness's
+    action pool, one batch per step. The stepper sets `env` and `steps_per_chunk`."""
+
+    env: Any
+    steps_per_chunk: int
+    _actions: Any = None  # set by load_actions before run
+    _i: int = 0
+
+    def load_actions(self, pool) -> None:
+        self._actions = pool
+
+    def run(self, loops: int) -> None:
+        pool, step = self._actions, self.env.step
+        n = len(pool)
+        i = self._i
+        for _ in range(loops * self.steps_per_chunk):
+            step(pool[i % n])
+            i += 1
+        self._i = i
+
+    def sync(self) -> None:
+        """Host-side stepping is synchronous: nothing is queued."""
 
 
 def action_space_of(space) -> ActionSpace:

@@ -76,6 +76,10 @@ class Environment:
 
     python: str  # "3.12"
     lock: str  # lock file, relative to the repository root (the same lock its image installs)
+    # A step after the lock, for what no index has as a wheel: "module:function"(python, work) builds it into the
+    # environment whose interpreter is `python` (work: an empty scratch folder); it raises on failure. Its module's
+    # source is part of the environment's identity, so a changed build step builds a new environment.
+    build_step: str | None = None
 
     def lock_path(self, root: Path) -> Path:
         return root / self.lock

@@ -108,7 +108,7 @@ def launcher(backend: Backend) -> Launcher:
     lock_path = e.lock_path(envs.ROOT)
     if not lock_path.is_file():
         raise UserError(f"backend {backend.name}: its environment lock {lock_path} does not exist")
-    built = envs.build(lock_path.read_text(), e.python, f"for backend {backend.name}")
+    built = envs.build(lock_path.read_text(), e.python, f"for backend {backend.name}", e.build_step)
     return Launcher(str(built.interpreter), extra, built.describe(backend.name))
 
 

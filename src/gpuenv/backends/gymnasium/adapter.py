@@ -12,9 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from gpuenv.backends._common import action_space_of, flat_obs_shape
+from gpuenv.backends._common import HostLoop, action_space_of, flat_obs_shape
 from gpuenv.backends._gym_make import make_env
 from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
@@ -38,7 +37,7 @@ class _EnvFn:
         return env
 
 
-class GymnasiumStepper:
+class GymnasiumStepper(HostLoop):
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False, make: Callable[..., gym.Env] = make_env) -> None:
         limit = NO_TIME_LIMIT if no_time_limit else None
         fns: list[Any] = [_EnvFn(native.env_id, case.seed + i, limit, make) for i in range(case.num_envs)]
@@ -72,8 +71,6 @@ class GymnasiumStepper:
         self._sb3 = case.variant in ("subproc", "dummy")
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
-        self._actions: Any = None  # set by load_actions before run
-        self._i = 0
         self.facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=flat_obs_shape(self.env.observation_space if self._sb3 else self.env.single_observation_space),
@@ -82,21 +79,6 @@ class GymnasiumStepper:
             device="cpu",
             details=details,
         )
-
-    def load_actions(self, pool: np.ndarray) -> None:
-        self._actions = pool
-
-    def run(self, loops: int) -> None:
-        pool, step = self._actions, self.env.step
-        n = len(pool)
-        i = self._i
-        for _ in range(loops * self.steps_per_chunk):
-            step(pool[i % n])
-            i += 1
-        self._i = i
-
-    def sync(self) -> None:
-        """Host-side stepping is synchronous: nothing is queued."""
 
     def close(self) -> None:
         self.env.close()

@@ -1,5 +1,6 @@
 """PufferAI's `pufferlib` 3.0.0 (the Ocean C environments) built into a Python environment, on a machine
-without GitHub. Work in progress (branch `ocean`): not registered as a backend yet.
+without GitHub: the ocean backend's build step (`Environment.build_step`, run after its lock), and its
+image's (`python -m gpuenv.backends.ocean.build DOWNLOADS`, pip instead of uv).
 
 PyPI has it as an sdist only. The sdist ships Raylib 5.5's Linux build, but its setup.py downloads
 Raylib's WebAssembly build and Box2D from GitHub whenever their folders are missing, and imports
@@ -37,10 +38,10 @@ def fetch(dest: Path) -> Path:
     """The sdist, downloaded once and checked against its sha256."""
     path = dest / f"pufferlib-{VERSION}.tar.gz"
     if not path.exists():
-        tmp = path.with_suffix(".part")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.part")  # two builds at once each write their own
         with urllib.request.urlopen(SDIST_URL, timeout=120) as r, open(tmp, "wb") as f:
             shutil.copyfileobj(r, f)
-        tmp.rename(path)
+        os.replace(tmp, path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != SDIST_SHA256:
         path.unlink()
@@ -55,7 +56,8 @@ def prepare(sdist: Path, work: Path) -> tuple[Path, Path]:
     src.mkdir(parents=True)
     with tarfile.open(sdist) as t:
         top = t.getnames()[0].split("/")[0]
-        t.extractall(work, filter="data")
+        # the "data" filter where this Python has it (3.11.4 on; Debian bookworm's is 3.11.2): the sdist is hash-checked
+        t.extractall(work, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # type: ignore[arg-type]
     (work / top).rename(src) if (work / top) != src else None
     for d in EMPTY:
         (src / d).mkdir(parents=True, exist_ok=True)
@@ -68,16 +70,30 @@ def prepare(sdist: Path, work: Path) -> tuple[Path, Path]:
     return src, stub
 
 
-def install(python: str, uv: list[str], work: Path, cache: Path) -> None:
+def install(python: str, work: Path, installer: list[str] | None = None, downloads: Path | None = None) -> None:
     """Build and install pufferlib into the environment whose interpreter is `python` (it needs numpy,
-    setuptools and wheel already: the build runs without isolation)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    src, stub = prepare(fetch(cache), work)
-    env = {**os.environ, "NO_TRAIN": "1", "PYTHONPATH": str(stub)}
-    subprocess.run([*uv, "pip", "install", "--quiet", "--python", python, "--no-build-isolation", "--no-deps", str(src)],
-                   check=True, env=env, cwd=src)
-    shutil.rmtree(work, ignore_errors=True)
+    setuptools and wheel already: the build runs without isolation). `installer`: the install command
+    up to its arguments (default: uv pip install into `python`); `downloads`: where the sdist is kept
+    (default: gpuenv's cache)."""
+    if installer is None:
+        from gpuenv.envs import uv
+
+        installer = [*uv(), "pip", "install", "--quiet", "--python", python]
+    if downloads is None:
+        from gpuenv.cache import base
+
+        downloads = base() / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    src, stub = prepare(fetch(downloads), work)
+    env = {**os.environ, "NO_TRAIN": "1", "PYTHONPATH": stub.as_posix()}
+    r = subprocess.run([*installer, "--no-build-isolation", "--no-deps", str(src)], env=env, cwd=src, capture_output=True, text=True)
+    if r.returncode != 0:
+        lines = [ln for ln in (r.stderr or r.stdout).splitlines() if ln.strip()]
+        raise RuntimeError(f"building pufferlib {VERSION} failed: {lines[-1].strip() if lines else 'no output'}")
 
 
-if __name__ == "__main__":  # python -m gpuenv.backends.ocean.build PYTHON WORK CACHE
-    install(sys.argv[1], [sys.executable, "-m", "uv"], Path(sys.argv[2]), Path(sys.argv[3]))
+if __name__ == "__main__":  # the image: python -m gpuenv.backends.ocean.build DOWNLOADS (pip into this interpreter)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        install(sys.executable, Path(tmp), [sys.executable, "-m", "pip", "install", "--no-cache-dir"], Path(sys.argv[1]))

@@ -9,8 +9,8 @@ actions added); its Serial and Multiprocessing keep PufferLib's design (zero-cop
 batches, busy-waiting workers, one worker per physical core), which PufferAI's 2024 vector.py has
 too. pufferlib-core pins torch==2.9.0 for its CUDA advantage kernel, which the vectoriser never
 imports, so it is installed without its pins (`make install`: pip install --no-deps pufferlib-core).
-PufferAI's `pufferlib` 3.0.0, with the Ocean C environments, is not run by gpuenv yet:
-docs/not-verified.md says what its build needs here.
+PufferAI's `pufferlib` 3.0.0, with the Ocean C environments, is the `ocean` backend (its own
+environment: gpuenv.backends.ocean).
 """
 
 from __future__ import annotations

@@ -1,0 +1,54 @@
+# gpuenv/ocean: PufferLib Ocean's C environments (PufferAI's pufferlib 3.0.0, built from its sdist with gcc), numpy<2.
+# Build: gpuenv images build ocean. Run: docker run --rm gpuenv/ocean bench
+# BASE is gpuenv/base (docker/base.Dockerfile, itself pinned by tag and digest), built first.
+ARG BASE=gpuenv/base:latest
+# hadolint ignore=DL3006
+FROM ${BASE}
+
+ARG MIN_DRIVER=""
+ARG CUDA_REQUIRE=""
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
+ARG LOCK=docker/locks/ocean.txt
+ARG VERSION_SET=""
+LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
+      org.gpuenv.backend="ocean"
+
+# Every package from the hash-locked lock file (make locks). Wheels only, but for gym 0.23.0 (Ocean's
+# runtime imports it; PyPI has only its source, a pure-Python package built here from the hash-checked sdist).
+# A host CA bundle, where registry access needs one, comes as the build secret `pipcert`.
+COPY ${LOCK} /opt/gpuenv/lock.txt
+RUN --mount=type=secret,id=pipcert \
+    if [ -f /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi; \
+    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --no-binary=gym -r /opt/gpuenv/lock.txt
+
+# pufferlib 3.0.0 from its sha256-checked sdist, without the GitHub downloads its setup.py makes
+# (gpuenv.backends.ocean.build, standard library only: it runs before gpuenv's source is copied in, so a
+# change to gpuenv does not rebuild it). gcc builds the C envs, with Python's headers where the base lacks
+# them (Debian's python3-dev on the local debootstrapped base; python:3.11-slim has its own); all are
+# removed in the same layer.
+COPY src/gpuenv/backends/ocean/build.py /opt/gpuenv/ocean_build.py
+# hadolint ignore=DL3008,SC2016
+RUN --mount=type=secret,id=pipcert \
+    if [ -f /run/secrets/pipcert ]; then export SSL_CERT_FILE=/run/secrets/pipcert; fi; \
+    dev=""; \
+    [ -f "$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || dev=python3-dev; \
+    apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev ${dev:+"$dev"} \
+    && python /opt/gpuenv/ocean_build.py /tmp/downloads \
+    && apt-get purge -y --auto-remove gcc libc6-dev ${dev:+"$dev"} && rm -rf /var/lib/apt/lists/* /tmp/downloads /opt/gpuenv/ocean_build.py
+
+COPY pyproject.toml /opt/gpuenv/
+COPY src /opt/gpuenv/src
+COPY suites /opt/gpuenv/suites
+ENV GPUENV_IMAGE=ocean \
+    GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_GIT_DIRTY=${GIT_DIRTY} \
+    GPUENV_PACKAGE_VERSION=${GPUENV_VERSION} \
+    GPUENV_LOCK=${LOCK} \
+    GPUENV_VERSION_SET=${VERSION_SET}
+
+USER 1000:1000
+WORKDIR /home/gpuenv
+ENTRYPOINT ["gpuenv"]
+CMD ["bench"]

@@ -1,0 +1,46 @@
+"""PufferLib Ocean: PufferAI's C environments (`pufferlib` 3.0.0), each a PufferEnv that steps all its
+envs in one C loop over shared numpy buffers, resetting a finished game inside the step.
+
+Variant:
+  native   one PufferEnv in the worker process holding every env (PufferLib's "native vectorization",
+           pufferlib.vector's PufferEnv backend): the harness's actions are copied into its action
+           buffer and vec_step runs the C step of each env
+
+Ocean's games are PufferLib's own, not ALE's or Gymnasium's: each is a logical task of its own
+(ocean_breakout is not Atari Breakout). Ocean needs numpy<2, gymnasium 0.29.1 and gym 0.23.0 (an
+sdist), beside the main install's gymnasium 1.x, so it runs in its own Python environment
+(docker/locks/ocean.txt), and PyPI has `pufferlib` 3.0.0 as an sdist whose setup.py downloads from
+GitHub: its build step (gpuenv.backends.ocean.build) builds it without those downloads. The build
+needs a C compiler (gcc) and Python's headers."""
+
+from __future__ import annotations
+
+from gpuenv.backends.spec import Backend, Environment, Image, NativeTask
+
+VERSION = "3.0.0"  # PufferAI's pufferlib, the sdist gpuenv.backends.ocean.build fetches and checks
+
+BACKEND = Backend(
+    name="ocean",
+    adapter="gpuenv.backends.ocean.adapter",
+    # gym (0.23.0) is in Ocean's environment only: the main install's `pufferlib` module is Metta's pufferlib-core
+    requires=("pufferlib", "gym"),
+    extra="ocean",
+    variants=("native",),
+    description="PufferLib Ocean: PufferAI's C environments (pufferlib 3.0.0), all envs stepped in one C loop",
+    variant_notes={
+        "native": "one PufferEnv holds every env in this process; its vec_step runs each env's C step (PufferLib's native vectorization)",
+    },
+    packages=("pufferlib", "numpy", "gymnasium"),
+    library="pufferlib",
+    install_hint=f"its own Python environment, built on first use from docker/locks/ocean.txt, then pufferlib {VERSION} built "
+                 "from its sdist (gpuenv.backends.ocean.build; needs gcc)",
+    tasks={
+        "ocean_breakout": NativeTask(
+            "pufferlib.ocean.breakout.breakout:Breakout", 4 / 60, 4, 1 / 60, 10**9, (118,), "discrete", 3,
+            "Ocean's Breakout in C: 118 float features (paddle, ball, 108 bricks), 3 actions, 4 frames per step at 60 fps; "
+            "a game ends when the balls are lost or every brick is hit, and restarts inside the step"),
+    },
+    environment=Environment(python="3.11", lock="docker/locks/ocean.txt", build_step="gpuenv.backends.ocean.build:install"),
+    image=Image("PufferLib Ocean's C environments (pufferlib 3.0.0 built from its sdist with gcc), numpy<2", ("ocean",), None,
+                "docker/ocean.Dockerfile", torch_cpu=False),
+)

@@ -1,0 +1,54 @@
+"""PufferLib Ocean envs stepped by gpuenv's harness: one PufferEnv holds all the case's envs; each step
+copies the harness's actions for every env into its action buffer and runs its C vec_step, which
+resets a finished game inside the step. Observations, rewards and terminals stay in the PufferEnv's
+shared numpy buffers (PufferLib's protocol: nothing is copied out)."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import version
+from typing import Any
+
+from gpuenv.backends._common import HostLoop, action_space_of
+from gpuenv.backends.base import Case, StepperFacts
+from gpuenv.backends.spec import NativeTask
+
+RESET_MODE = "auto-reset inside the C step: a finished game (balls lost, or every brick hit) restarts in vec_step"
+
+
+class OceanStepper(HostLoop):
+    def __init__(self, case: Case, native: NativeTask) -> None:
+        module, _, name = native.env_id.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        self.env: Any = cls(num_envs=case.num_envs, seed=case.seed)
+        self.env.reset(seed=case.seed)
+        self.steps_per_chunk = case.chunk_steps
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=tuple(int(x) for x in self.env.single_observation_space.shape),
+            action_space=action_space_of(self.env.single_action_space),
+            reset_mode=RESET_MODE,
+            device="cpu",
+            details={
+                "pufferlib": version("pufferlib"),
+                "vectorization": "native: one PufferEnv, every env stepped by its C vec_step in this process",
+                "env_kwargs": settings(cls),
+            },
+        )
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def settings(cls: type) -> dict[str, Any]:
+    """The env's settings as it ran: its constructor's defaults (frameskip, sizes, log interval ...),
+    which gpuenv leaves as PufferLib sets them."""
+    import inspect
+
+    skip = {"num_envs", "seed", "buf", "render_mode"}
+    return {k: p.default for k, p in inspect.signature(cls).parameters.items()
+            if k not in skip and p.default is not inspect.Parameter.empty and isinstance(p.default, (int, float, bool, str))}
+
+
+def open(case: Case, native: NativeTask) -> OceanStepper:  # noqa: A001 - the adapter contract
+    return OceanStepper(case, native)

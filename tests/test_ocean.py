@@ -1,0 +1,70 @@
+"""PufferLib Ocean (PufferAI's pufferlib 3.0.0, its C envs) in its own Python environment: the lock
+(numpy<2, gymnasium 0.29.1, gym 0.23.0) and pufferlib built from its hash-checked sdist by the
+backend's build step (gcc), then Ocean's Breakout through `gpuenv bench` for real.
+Where the environment cannot be built (no uv, no PyPI, no gcc) the real test skips and says why."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import pytest
+from conftest import ROOT
+
+from gpuenv.backends.ocean import build
+from gpuenv.registry import default_registry
+
+INFO = default_registry().get("ocean")
+
+
+def test_declared_in_its_own_environment_with_the_versions_oceans_runtime_needs():
+    env = INFO.environment
+    assert env is not None and env.python == "3.11" and env.build_step == "gpuenv.backends.ocean.build:install"
+    lock = (ROOT / env.lock).read_text()
+    assert "\nnumpy==1." in lock and "\ngymnasium==0.29.1 \\\n" in lock and "\ngym==0.23.0 \\\n" in lock
+    assert "\nsetuptools==" in lock and "\nwheel==" in lock  # the build runs without isolation
+    assert "pufferlib" not in lock.split("# via")[0]  # built by the step, not installed from an index
+    assert set(default_registry().offers("ocean_breakout")) == {"ocean"}
+    # the main install's `pufferlib` module is Metta's pufferlib-core: Ocean's needs gym besides
+    assert "gym" in INFO.requires
+
+
+def _sdist(tmp_path, names):
+    path = tmp_path / "pufferlib-3.0.0.tar.gz"
+    with tarfile.open(path, "w:gz") as t:
+        for n in names:
+            info = tarfile.TarInfo(f"pufferlib-3.0.0/{n}")
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"x"))
+    return path
+
+
+def test_the_source_is_prepared_without_githubs_downloads_and_a_changed_sdist_is_refused(tmp_path, monkeypatch):
+    sdist = _sdist(tmp_path, ["setup.py", "pufferlib/ocean/impulse_wars/binding.c", "pufferlib/ocean/breakout/binding.c"])
+    src, stub = build.prepare(sdist, tmp_path / "work")
+    for d in build.EMPTY:  # what setup.py would download from GitHub when missing; nothing on Linux reads them
+        assert (src / d).is_dir() and not any((src / d).iterdir())
+    assert not (src / "pufferlib/ocean/impulse_wars/binding.c").exists()  # Box2D's one user: left out
+    assert (src / "pufferlib/ocean/breakout/binding.c").exists()
+    assert "BuildExtension" in (stub / "torch/utils/cpp_extension.py").read_text()
+    # a download whose sha256 differs is removed and refused, never built
+    monkeypatch.setattr(build, "SDIST_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match="expected 0000"):
+        build.fetch(tmp_path)
+    assert not sdist.exists()
+
+
+@pytest.mark.backend
+def test_ocean_breakout_builds_and_steps_for_real_and_records_its_settings(cli, tmp_path):
+    r = cli("bench", "--suite", "smoke", "--backend", "ocean", "--task", "ocean_breakout", "--num-envs", "2",
+            "--processes", "1", "--out", str(tmp_path), timeout=1200)
+    if any(f"could not {w}" in r.stderr for w in ("create the venv", "install the lock")):
+        pytest.skip(f"Ocean's environment could not be built here: {r.stderr.strip().splitlines()[-1]}")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    (rec,) = (json.loads(p.read_text()) for p in tmp_path.rglob("*.json"))
+    assert rec["status"] == "ok" and rec["summary"]["env_steps_per_s"]["median"] > 0
+    d = rec["what"]["details"]
+    assert d["pufferlib"] == build.VERSION and d["env_kwargs"]["frameskip"] == 4 and d["env_kwargs"]["brick_rows"] == 6
+    assert rec["what"]["obs_shape"] == [118] and rec["where"]["machine"]["python"].startswith("3.11.")
+    assert rec["where"]["environment"]["name"] == "ocean"
