@@ -3,6 +3,7 @@ environment built with uv on first use and its workers started with that interpr
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -77,6 +78,13 @@ def test_a_build_step_runs_after_the_lock_with_the_environments_interpreter_and_
                           capture_output=True, text=True, check=True).stdout.strip()
     assert mark == str(built.path)
     assert envs.build(lock, "3.12", "for the test", "envbuild:mark").reused
-    # the step (its name, its module's source) is in the environment's name: another step builds another environment
+    assert built.describe("x")["build_step"].startswith("envbuild:mark ") and built.lock_sha256 == hashlib.sha256(lock.encode()).hexdigest()
+    # the step (its name, its module's source) is in the environment's name: another step, or the same step
+    # changed, builds another environment
     assert envs.identity(lock, "envbuild:mark") != envs.identity(lock, "envbuild:fail") != lock
     assert envs.identity(lock, None) == lock
+    (tmp_path / "stepmod.py").write_text("def step(python, work):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = envs.identity(lock, "stepmod:step")
+    (tmp_path / "stepmod.py").write_text("def step(python, work):\n    print('changed')\n")
+    assert envs.identity(lock, "stepmod:step") != before

@@ -45,7 +45,7 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     assert tasks == {"cartpole", "halfcheetah", "ant", "pong", "ballchase", "breakout_minatar", "cheetah_run", "franka_scene", "ocean_breakout"}
     sizes = {pc.case.num_envs for pc in q.items if pc.case.backend != "ocean"}
     assert min(sizes) == 1 and max(sizes) == 64  # CPU-sized
-    # but for Ocean's C Breakout at 1024 envs in one process (about 60 MiB): PufferLib's per-core figure's setting
+    # but for Ocean's C Breakout at 1024 envs in one process (about 60 MiB): near Ocean's own test_performance (1,000)
     assert {pc.case.num_envs for pc in q.items if pc.case.backend == "ocean"} == {64, 1024}
     backends = {pc.case.backend for pc in q.items}
     # Isaac Lab's own environment is 8.5 GB: it has its own suite (make bench-isaac), not make bench's

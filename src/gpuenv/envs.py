@@ -3,8 +3,8 @@
 Used twice: a backend that declares its own environment (`Backend.environment`: a Python version and
 the lock its image installs) has its workers started with that environment's interpreter, and
 `gpuenv sweep` builds one environment per library version. An environment lives under
-~/.cache/gpuenv/envs/<first 16 hex of sha256(python + lock + this checkout's path)>, is reused while
-the lock is the same, and gets gpuenv itself from this checkout (editable, no dependencies), so every
+~/.cache/gpuenv/envs/<first 16 hex of sha256(python + lock [+ its build step and the step's source hash]
++ this checkout's path)>, is reused while those are the same (one process builds it at a time), and gets gpuenv itself from this checkout (editable, no dependencies), so every
 environment runs the same harness as the command that starts it. A half-built environment is removed; `.gpuenv-ready` marks a complete one.
 """
 
@@ -82,28 +82,33 @@ class Built:
     python: str  # the version asked for ("3.12")
     lock_sha256: str
     reused: bool
+    build_step: str | None = None  # step_identity of what was built after the lock
 
     @property
     def interpreter(self) -> Path:
         return self.path / "bin" / "python"
 
     def describe(self, name: str) -> dict:
-        return {"name": name, "python": self.python, "lock_sha256": self.lock_sha256, "path": str(self.path)}
+        out = {"name": name, "python": self.python, "lock_sha256": self.lock_sha256, "path": str(self.path)}
+        return {**out, "build_step": self.build_step} if self.build_step else out
 
 
 def location(lock: str, python: str, build_step: str | None = None) -> Path:
     return cache_root() / env_key(identity(lock, build_step), python)
 
 
-def identity(lock: str, build_step: str | None) -> str:
-    """What an environment is built from: its lock, and its build step's name and module source (hashed)."""
-    if build_step is None:
-        return lock
+def step_identity(build_step: str) -> str:
+    """A build step's name and its module's source (hashed): "module:function <sha256, 16 hex>"."""
     import importlib.util
 
     spec = importlib.util.find_spec(build_step.split(":")[0])
     source = Path(spec.origin).read_bytes() if spec and spec.origin else b""
-    return f"{lock}\n# then {build_step} {hashlib.sha256(source).hexdigest()[:16]}\n"
+    return f"{build_step} {hashlib.sha256(source).hexdigest()[:16]}"
+
+
+def identity(lock: str, build_step: str | None) -> str:
+    """What an environment is built from: its lock, and its build step's identity."""
+    return lock if build_step is None else f"{lock}\n# then {step_identity(build_step)}\n"
 
 
 def is_built(lock: str, python: str, build_step: str | None = None) -> bool:
@@ -125,13 +130,24 @@ def _run_build_step(build_step: str, exe: str, env: Path) -> None:
 
 
 def build(lock: str, python: str, label: str, build_step: str | None = None) -> Built:
-    """The environment for this lock and build step (built now, or reused); UserError naming the failed step."""
+    """The environment for this lock and build step (built now, or reused); UserError naming the failed step.
+    One process builds it at a time (flock): another that asks meanwhile waits, then reuses it."""
+    import fcntl
+
     env = location(lock, python, build_step)
-    sha = hashlib.sha256(identity(lock, build_step).encode()).hexdigest()
-    if (env / READY).exists():
-        return Built(env, python, sha, reused=True)
-    shutil.rmtree(env, ignore_errors=True)
+    sha = hashlib.sha256(lock.encode()).hexdigest()
+    step = step_identity(build_step) if build_step else None
     env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.parent / f"{env.name}.building", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if (env / READY).exists():
+            return Built(env, python, sha, reused=True, build_step=step)
+        _build(env, lock, python, label, build_step)
+    return Built(env, python, sha, reused=False, build_step=step)
+
+
+def _build(env: Path, lock: str, python: str, label: str, build_step: str | None) -> None:
+    shutil.rmtree(env, ignore_errors=True)
     lock_file = env.parent / f"{env.name}.lock.txt"
     lock_file.write_text(lock)
     exe = str(env / "bin" / "python")
@@ -154,7 +170,6 @@ def build(lock: str, python: str, label: str, build_step: str | None = None) -> 
                 raise UserError(f"environment {label} (Python {python}): could not run its build step {build_step}: {first_line(e)}") from None
     (env / "gpuenv-lock.txt").write_text(lock)
     (env / READY).write_text(label + "\n")
-    return Built(env, python, sha, reused=False)
 
 
 def status(backend: Any) -> tuple[str, bool]:

@@ -169,7 +169,7 @@ class Backend:
         return self.environment is not None and self.environment.is_current_python() and not self.missing()
 
     def missing(self) -> list[str]:
-        return [m for m in self.requires if importlib.util.find_spec(m) is None] + [
+        return [m for m in self.requires if not _findable(m)] + [
             p for p in self.programs if shutil.which(p) is None
         ]
 
@@ -197,3 +197,19 @@ class Backend:
 
     def selector(self, variant: str | None = None) -> str:
         return f"{self.name}:{variant or self.variants[0]}"
+
+
+def _findable(module: str) -> bool:
+    """The module can be imported here, found without importing anything: a dotted name (pufferlib.ocean)
+    is looked for on disk under its top-level package, whose __init__ may be heavy (Metta's pufferlib
+    imports torch) and would run under find_spec."""
+    top, _, rest = module.partition(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not rest:
+        return spec is not None
+    *parents, last = rest.split(".")
+    for root in spec.submodule_search_locations or ():
+        folder = Path(root, *parents)
+        if (folder / last).is_dir() or any(folder.glob(f"{last}.*py")) or any(folder.glob(f"{last}.*.so")):
+            return True
+    return False

@@ -58,6 +58,10 @@ def swept_backend(package: str, backend: str | None) -> str:
     if name is None:
         raise UserError(f"which backend does {package} belong to? pass --backend (one of: {', '.join(b.name for b in registry.visible())})")
     registry.parse(name)
+    env = registry.get(name.split(":")[0]).environment
+    if env is not None and env.build_step:
+        raise UserError(f"{name} cannot be swept: its environment builds {package} with a build step ({env.build_step}) that no "
+                        "version set runs; measure the version it pins with gpuenv bench")
     return name
 
 

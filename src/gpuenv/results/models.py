@@ -158,6 +158,7 @@ class Environment(Model):
     python: Str
     lock_sha256: Str | None = None
     path: Str | None = None
+    build_step: Str | None = None  # what its build step built after the lock: "module:function <its source's sha256, 16 hex>"
 
 
 class Scheduler(OpenModel):

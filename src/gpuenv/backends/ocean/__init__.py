@@ -15,15 +15,14 @@ needs a C compiler (gcc) and Python's headers."""
 
 from __future__ import annotations
 
+from gpuenv.backends.ocean.build import VERSION  # PufferAI's pufferlib, the sdist the build step fetches and checks
 from gpuenv.backends.spec import Backend, Environment, Image, NativeTask
-
-VERSION = "3.0.0"  # PufferAI's pufferlib, the sdist gpuenv.backends.ocean.build fetches and checks
 
 BACKEND = Backend(
     name="ocean",
     adapter="gpuenv.backends.ocean.adapter",
-    # gym (0.23.0) is in Ocean's environment only: the main install's `pufferlib` module is Metta's pufferlib-core
-    requires=("pufferlib", "gym"),
+    # pufferlib.ocean is PufferAI's build only: the main install's `pufferlib` module is Metta's pufferlib-core
+    requires=("pufferlib.ocean", "gym"),
     extra="ocean",
     variants=("native",),
     description="PufferLib Ocean: PufferAI's C environments (pufferlib 3.0.0), all envs stepped in one C loop",
@@ -31,13 +30,13 @@ BACKEND = Backend(
         "native": "one PufferEnv holds every env in this process; its vec_step runs each env's C step (PufferLib's native vectorization)",
     },
     packages=("pufferlib", "numpy", "gymnasium"),
-    library="pufferlib",
+    library="pufferlib",  # its history's axis; `gpuenv sweep` refuses it (pufferlib is built by the build step, not installed)
     install_hint=f"its own Python environment, built on first use from docker/locks/ocean.txt, then pufferlib {VERSION} built "
                  "from its sdist (gpuenv.backends.ocean.build; needs gcc)",
     tasks={
         "ocean_breakout": NativeTask(
             "pufferlib.ocean.breakout.breakout:Breakout", 4 / 60, 4, 1 / 60, 10**9, (118,), "discrete", 3,
-            "Ocean's Breakout in C: 118 float features (paddle, ball, 108 bricks), 3 actions, 4 frames per step at 60 fps; "
+            "Ocean's Breakout in C: 118 float features (paddle, ball, 108 bricks), 3 actions, frameskip 4 at 60 fps (PufferLib's default); "
             "a game ends when the balls are lost or every brick is hit, and restarts inside the step"),
     },
     environment=Environment(python="3.11", lock="docker/locks/ocean.txt", build_step="gpuenv.backends.ocean.build:install"),

@@ -20,7 +20,10 @@ class OceanStepper(HostLoop):
     def __init__(self, case: Case, native: NativeTask) -> None:
         module, _, name = native.env_id.partition(":")
         cls = getattr(importlib.import_module(module), name)
-        self.env: Any = cls(num_envs=case.num_envs, seed=case.seed)
+        kwargs = settings(cls)
+        if "frameskip" in kwargs:  # the catalogue's frames per step, passed (PufferLib's default for Breakout too)
+            kwargs["frameskip"] = native.frame_skip
+        self.env: Any = cls(num_envs=case.num_envs, seed=case.seed, **kwargs)
         self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
         self.facts = StepperFacts(
@@ -32,7 +35,7 @@ class OceanStepper(HostLoop):
             details={
                 "pufferlib": version("pufferlib"),
                 "vectorization": "native: one PufferEnv, every env stepped by its C vec_step in this process",
-                "env_kwargs": settings(cls),
+                "env_kwargs": kwargs,
             },
         )
 
@@ -41,8 +44,8 @@ class OceanStepper(HostLoop):
 
 
 def settings(cls: type) -> dict[str, Any]:
-    """The env's settings as it ran: its constructor's defaults (frameskip, sizes, log interval ...),
-    which gpuenv leaves as PufferLib sets them."""
+    """The env's settings: its constructor's defaults (frameskip, sizes, log interval ...), which gpuenv
+    passes as PufferLib sets them (the frameskip from the catalogue) and records as they ran."""
     import inspect
 
     skip = {"num_envs", "seed", "buf", "render_mode"}

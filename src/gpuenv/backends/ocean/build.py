@@ -1,6 +1,6 @@
 """PufferAI's `pufferlib` 3.0.0 (the Ocean C environments) built into a Python environment, on a machine
 without GitHub: the ocean backend's build step (`Environment.build_step`, run after its lock), and its
-image's (`python -m gpuenv.backends.ocean.build DOWNLOADS`, pip instead of uv).
+image's (this file run as a script: `python build.py DOWNLOADS`, pip instead of uv).
 
 PyPI has it as an sdist only. The sdist ships Raylib 5.5's Linux build, but its setup.py downloads
 Raylib's WebAssembly build and Box2D from GitHub whenever their folders are missing, and imports
@@ -35,18 +35,26 @@ CUDA_HOME = None
 
 
 def fetch(dest: Path) -> Path:
-    """The sdist, downloaded once and checked against its sha256."""
+    """The sdist, downloaded once and checked against its sha256 before it takes its name (a download
+    that fails or differs leaves nothing behind)."""
     path = dest / f"pufferlib-{VERSION}.tar.gz"
-    if not path.exists():
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.part")  # two builds at once each write their own
+    if path.exists() and _sha256(path) == SDIST_SHA256:
+        return path
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.part")  # two builds at once each write their own
+    try:
         with urllib.request.urlopen(SDIST_URL, timeout=120) as r, open(tmp, "wb") as f:
             shutil.copyfileobj(r, f)
+        digest = _sha256(tmp)
+        if digest != SDIST_SHA256:
+            raise RuntimeError(f"{SDIST_URL}: sha256 {digest}, expected {SDIST_SHA256}")
         os.replace(tmp, path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != SDIST_SHA256:
-        path.unlink()
-        raise RuntimeError(f"{SDIST_URL}: sha256 {digest}, expected {SDIST_SHA256}")
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def prepare(sdist: Path, work: Path) -> tuple[Path, Path]:
@@ -88,11 +96,14 @@ def install(python: str, work: Path, installer: list[str] | None = None, downloa
     env = {**os.environ, "NO_TRAIN": "1", "PYTHONPATH": stub.as_posix()}
     r = subprocess.run([*installer, "--no-build-isolation", "--no-deps", str(src)], env=env, cwd=src, capture_output=True, text=True)
     if r.returncode != 0:
-        lines = [ln for ln in (r.stderr or r.stdout).splitlines() if ln.strip()]
-        raise RuntimeError(f"building pufferlib {VERSION} failed: {lines[-1].strip() if lines else 'no output'}")
+        log = downloads / f"pufferlib-{VERSION}-build.log"
+        log.write_text(r.stdout + r.stderr)
+        lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if "error:" in ln.lower()), lines[-1] if lines else "no output")
+        raise RuntimeError(f"building pufferlib {VERSION} failed: {first[:300]} (the whole output: {log})")
 
 
-if __name__ == "__main__":  # the image: python -m gpuenv.backends.ocean.build DOWNLOADS (pip into this interpreter)
+if __name__ == "__main__":  # the image: python build.py DOWNLOADS (pip into this interpreter)
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
