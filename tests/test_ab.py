@@ -145,6 +145,28 @@ def test_ab_finds_a_planted_slowdown_and_nothing_else(cli, tmp_path):
     assert len(a["processes"]) == 8 and len(b["processes"]) == 8 and a["settings"]["processes"] == 8
 
 
+def test_a_commits_tree_unpacks_without_a_link_out_of_it(tmp_path):
+    """A commit holding an absolute symlink (committed by mistake) once made `gpuenv ab HEAD HEAD` end in a
+    traceback: the link is left out, the tree's files are there."""
+    import io
+    import tarfile
+
+    from gpuenv.history.ab import extract_tree
+
+    archive = tmp_path / "tree.tar"
+    with tarfile.open(archive, "w") as t:
+        info = tarfile.TarInfo("src/gpuenv/x.py")
+        info.size = 2
+        t.addfile(info, io.BytesIO(b"x\n"))
+        link = tarfile.TarInfo("resources")
+        link.type, link.linkname = tarfile.SYMTYPE, "/tmp/somewhere/resources"
+        t.addfile(link)
+    with tarfile.open(archive) as t:
+        extract_tree(t, tmp_path / "tree")
+    assert (tmp_path / "tree/src/gpuenv/x.py").read_text() == "x\n"
+    assert not (tmp_path / "tree/resources").is_symlink()
+
+
 def test_ab_of_a_revision_runs_that_commit_and_an_aa_is_quiet(cli, tmp_path):
     import subprocess
 

@@ -117,6 +117,23 @@ def prepare(side: Side, backend: str | None) -> None:
         side.version_set = vs
 
 
+def extract_tree(t: tarfile.TarFile, dest: Path) -> None:
+    """A commit's tree, unpacked with tarfile's "data" filter, leaving out a member it refuses (a link out of
+    the tree, as an absolute symlink committed by mistake): the harness reads only src/ from it. Python
+    before 3.11.4 has no filters: this repository's own tree is trusted there."""
+    if not hasattr(tarfile, "data_filter"):
+        t.extractall(dest)
+        return
+
+    def data_or_skip(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError:
+            return None
+
+    t.extractall(dest, filter=data_or_skip)
+
+
 def export_revision(sha: str) -> Path:
     """The tree of commit `sha` in the cache (git archive, unpacked once; reused after)."""
     where = envs.cache_root().parent / "revisions" / sha
@@ -131,10 +148,7 @@ def export_revision(sha: str) -> Path:
         if r.returncode != 0:
             raise UserError(f"git archive {sha[:10]} failed: {envs.last_line(r.stderr.decode(errors='replace'))}")
         with tarfile.open(archive) as t:
-            try:
-                t.extractall(tmp / "tree", filter="data")
-            except TypeError:  # Python before 3.11.4 has no extraction filters: this repository's own tree is trusted
-                t.extractall(tmp / "tree")
+            extract_tree(t, tmp / "tree")
         (tmp / "tree" / envs.READY).write_text(sha + "\n")
         if not (where / envs.READY).exists():  # another run may have exported it meanwhile: theirs stands
             shutil.rmtree(where, ignore_errors=True)
