@@ -561,6 +561,7 @@ def test_the_publish_workflows_build_step_builds_both_sites_from_published_recor
     step = next(s for s in wf["jobs"]["build"]["steps"] if s.get("name") == "Build the sites")
     work = tmp_path / "work"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(work)], check=True)  # asv reads main's history
+    subprocess.run(["git", "-C", str(work), "checkout", "-q", "-B", "main"], check=True)  # the workflow runs on main, whatever this checkout's branch
     for tree in ("src", "claims", "suites"):  # the code under test, committed or not
         shutil.copytree(ROOT / tree, work / tree, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     (work / "results-branch").mkdir()
