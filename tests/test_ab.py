@@ -124,16 +124,18 @@ def test_bad_ab_input_is_one_line_exit_2(cli, args, message):
 def test_ab_finds_a_planted_slowdown_and_nothing_else(cli, tmp_path):
     suite = write_suite(tmp_path / "fake.toml", SUITE)
     # 30% over 8 blocks of 0.1 s values: on the slower VM kind the fake backend's blocks spread by 8-26%
-    # (sd of log ratios), where a 15% slowdown over 6 blocks of 0.03 s values read "suspicious", not a regression
+    # (sd of log ratios), where a 15% slowdown over 6 blocks of 0.03 s values read "suspicious", not a regression.
+    # A 15% threshold, as this VM's noise asks: at the default 5% the untouched halfcheetah once read "regression"
+    # in CI (f2d77ae), a burst of the VM's noise on its B blocks
     planted = plant(tmp_path / "planted", "fake", 0.3, task="cartpole")
-    r = cli("ab", ".", str(planted), "--suite", str(suite), "--blocks", "8", "--out", str(tmp_path / "out"), "--json",
-            cwd=ROOT, timeout=600)
+    r = cli("ab", ".", str(planted), "--suite", str(suite), "--blocks", "8", "--threshold", "0.15", "--out", str(tmp_path / "out"),
+            "--json", cwd=ROOT, timeout=600)
     assert r.returncode == 1, r.stdout + r.stderr  # exit 1: a regression
     doc = json.loads(r.stdout)
     found = {v["case_key"]: v for v in doc["verdicts"]}
-    assert found["fake-ok-cartpole-n2"]["label"] == vd.REGRESSION, found
+    assert found["fake-ok-cartpole-n2"]["label"] == vd.REGRESSION, found["fake-ok-cartpole-n2"]
     assert found["fake-ok-cartpole-n2"]["ratio"] == pytest.approx(0.70, abs=0.1)
-    assert found["fake-ok-halfcheetah-n2"]["label"] not in (vd.REGRESSION, vd.IMPROVEMENT), found
+    assert found["fake-ok-halfcheetah-n2"]["label"] not in (vd.REGRESSION, vd.IMPROVEMENT), found["fake-ok-halfcheetah-n2"]
     assert "regression: fake-ok-cartpole-n2" in r.stderr
     assert doc["sides"]["B"]["kind"] == "checkout" and "cores" in doc["machine"]
     # each side's records: ordinary records tagged with the pairing, one process per block
