@@ -108,7 +108,11 @@ def step_identity(build_step: str) -> str:
 
 def identity(lock: str, build_step: str | None) -> str:
     """What an environment is built from: its lock, and its build step's identity."""
-    return lock if build_step is None else f"{lock}\n# then {step_identity(build_step)}\n"
+    return _identity(lock, step_identity(build_step) if build_step else None)
+
+
+def _identity(lock: str, step: str | None) -> str:
+    return lock if step is None else f"{lock}\n# then {step}\n"
 
 
 def is_built(lock: str, python: str, build_step: str | None = None) -> bool:
@@ -134,9 +138,9 @@ def build(lock: str, python: str, label: str, build_step: str | None = None) -> 
     One process builds it at a time (flock): another that asks meanwhile waits, then reuses it."""
     import fcntl
 
-    env = location(lock, python, build_step)
+    step = step_identity(build_step) if build_step else None  # its module's source read and hashed once
+    env = cache_root() / env_key(_identity(lock, step), python)
     sha = hashlib.sha256(lock.encode()).hexdigest()
-    step = step_identity(build_step) if build_step else None
     env.parent.mkdir(parents=True, exist_ok=True)
     with open(env.parent / f"{env.name}.building", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)

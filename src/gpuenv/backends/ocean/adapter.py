@@ -5,21 +5,20 @@ shared numpy buffers (PufferLib's protocol: nothing is copied out)."""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
 from gpuenv.backends._common import HostLoop, action_space_of
 from gpuenv.backends.base import Case, StepperFacts
-from gpuenv.backends.spec import NativeTask
+from gpuenv.backends.spec import NativeTask, resolve
 
 RESET_MODE = "auto-reset inside the C step: a finished game (balls lost, or every brick hit) restarts in vec_step"
 
 
 class OceanStepper(HostLoop):
     def __init__(self, case: Case, native: NativeTask) -> None:
-        module, _, name = native.env_id.partition(":")
-        cls = getattr(importlib.import_module(module), name)
+        cls = resolve(native.env_id)
         kwargs = settings(cls)
         if "frameskip" in kwargs:  # the catalogue's frames per step, passed (PufferLib's default for Breakout too)
             kwargs["frameskip"] = native.frame_skip
@@ -43,7 +42,7 @@ class OceanStepper(HostLoop):
         self.env.close()
 
 
-def settings(cls: type) -> dict[str, Any]:
+def settings(cls: Callable[..., Any]) -> dict[str, Any]:
     """The env's settings: its constructor's defaults (frameskip, sizes, log interval ...), which gpuenv
     passes as PufferLib sets them (the frameskip from the catalogue) and records as they ran."""
     import inspect
