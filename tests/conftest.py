@@ -72,6 +72,16 @@ def cli():
     return run_cli
 
 
+# The head of a one-seed time-to-reward suite for the tests' tiny trainings: its cases follow.
+TINY_TTR = """
+kind = "time-to-reward"
+[run]
+seeds = 1
+pass_min_seeds = 1
+timeout_s = 600
+"""
+
+
 def write_suite(path: Path, body: str) -> Path:
     path.write_text(body)
     return path

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import write_suite
+from conftest import TINY_TTR, write_suite
 
 from gpuenv.backends.spec import resolve
 from gpuenv.registry import default_registry
@@ -144,13 +144,7 @@ def test_jax_vecenv_keeps_sb3_semantics(backend, variant, task):
     assert "JaxVecEnv" in details["vectoriser"]
 
 
-TINY = """
-kind = "time-to-reward"
-[run]
-seeds = 1
-pass_min_seeds = 1
-timeout_s = 600
-
+TINY = TINY_TTR + """
 [[case]]
 task = "cartpole"
 backends = ["gymnasium:dummy", "gymnasium:subproc", "envpool:sync", "gymnax:jit"]

@@ -195,6 +195,11 @@ class Mode(Generic[R]):
         """Why this machine cannot run the item beyond its backend (a trainer not installed ...)."""
         return None
 
+    def serves_env(self, item: Any) -> bool:
+        """Its worker runs in the main install even where the backend has an environment of its own, which
+        serves the env to it (gpuenv.backends.served): the shared PPO trainer needs torch and SB3."""
+        return False
+
     # --- running (the runner calls these; worker() runs inside the worker process)
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:
         raise NotImplementedError

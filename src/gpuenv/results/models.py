@@ -159,6 +159,7 @@ class Environment(Model):
     lock_sha256: Str | None = None
     path: Str | None = None
     build_step: Str | None = None  # what its build step built after the lock: "module:function <its source's sha256, 16 hex>"
+    served: Str | None = None  # its env was served from here to a trainer in the main install (gpuenv.backends.served)
 
 
 class Scheduler(OpenModel):

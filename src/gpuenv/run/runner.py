@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -310,12 +310,28 @@ def backend_where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dic
     }
 
 
+def served(how: Launcher, where: dict, base: dict) -> tuple[Launcher, dict]:
+    """A worker in the main install whose env a backend's own environment serves (gpuenv.backends.served):
+    its Python is this one; its record names both sides, the simulator's packages from that environment
+    and the trainer's from here. Nothing changes for a backend without an environment of its own, or in
+    an image (a container side carries its own interpreter)."""
+    if how.environment is None or type(how) is not Launcher:
+        return how, where
+    env = where["environment"]
+    packages = {k: v if v is not None else base["packages"].get(k) for k, v in where["packages"].items()}
+    return replace(how, python=sys.executable), {
+        **where,
+        "machine": {**where["machine"], "python": base["machine"]["python"]},
+        "packages": packages,
+        "environment": {**env, "served": f"its env stepped in this environment (Python {env['python']}), served to the trainer "
+                                          f"in the main install (Python {base['machine']['python']}) over pipes"},
+    }
+
+
 def write_case(mode: Mode, item: Any, outcomes: list[Outcome], ctx: RecordContext, out_dir: Path) -> tuple[Record, Path]:
     """Build the case's record from its outcomes, write it and read it back; a gpuenv bug in
     summarising or an invalid record still leaves the case recorded (failed, saying why). NoSpace
     propagates: the caller stops the run."""
-    from dataclasses import replace
-
     try:
         record = mode.build_record(item, outcomes, ctx)
     except Exception as e:  # noqa: BLE001 - a bug in summarising must not lose the case
@@ -368,6 +384,8 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
                     outcomes.append(Outcome(0, None, failure("refused", str(how), 0)))
                 else:
                     where = backend_where(here, how, Path(tmp), env_where)
+                    if mode.serves_env(item):
+                        how, where = served(how, where, base)
                     for p in range(item.processes):
                         on_event(ProcessStart(i, p, item.processes))
                         o = run_process(mode.process_spec(item, p, out_dir), p, item.timeout_s, Path(tmp), how)

@@ -16,7 +16,7 @@ needs a C compiler (gcc) and Python's headers."""
 from __future__ import annotations
 
 from gpuenv.backends.ocean.build import VERSION  # PufferAI's pufferlib, the sdist the build step fetches and checks
-from gpuenv.backends.spec import Backend, Environment, Image, NativeTask
+from gpuenv.backends.spec import Backend, Environment, Image, NativeTask, PpoEnv
 
 BACKEND = Backend(
     name="ocean",
@@ -37,8 +37,11 @@ BACKEND = Backend(
         "ocean_breakout": NativeTask(
             "pufferlib.ocean.breakout.breakout:Breakout", 4 / 60, 4, 1 / 60, 10**9, (118,), "discrete", 3,
             "Ocean's Breakout in C: 118 float features (paddle, ball, 108 bricks), 3 actions, frameskip 4 at 60 fps (PufferLib's default); "
-            "a game ends when the balls are lost or every brick is hit, and restarts inside the step"),
+            "a game ends when the balls are lost or every brick is hit, and restarts inside the step",
+            max_return=864.0),  # every brick of both walls: 2 x 18 x (7+7+4+4+1+1) points (breakout.h's max_score)
     },
+    # the shared SB3 trainer's env: built in Ocean's environment and served to the trainer (gpuenv.backends.served)
+    ppo_env=PpoEnv("gpuenv.backends.ocean.ppo:make_vecenv"),
     environment=Environment(python="3.11", lock="docker/locks/ocean.txt", build_step="gpuenv.backends.ocean.build:install"),
     image=Image("PufferLib Ocean's C environments (pufferlib 3.0.0 built from its sdist with gcc), numpy<2", ("ocean",), None,
                 "docker/ocean.Dockerfile", torch_cpu=False),

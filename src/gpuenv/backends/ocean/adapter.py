@@ -18,11 +18,7 @@ RESET_MODE = "auto-reset inside the C step: a finished game (balls lost, or ever
 
 class OceanStepper(HostLoop):
     def __init__(self, case: Case, native: NativeTask) -> None:
-        cls = resolve(native.env_id)
-        kwargs = settings(cls)
-        if "frameskip" in kwargs:  # the catalogue's frames per step, passed (PufferLib's default for Breakout too)
-            kwargs["frameskip"] = native.frame_skip
-        self.env: Any = cls(num_envs=case.num_envs, seed=case.seed, **kwargs)
+        self.env, kwargs = make_env(native, case.num_envs, case.seed)
         self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
         self.facts = StepperFacts(
@@ -40,6 +36,15 @@ class OceanStepper(HostLoop):
 
     def close(self) -> None:
         self.env.close()
+
+
+def make_env(native: NativeTask, num_envs: int, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The PufferEnv holding num_envs envs of the task, and the settings it was built with."""
+    cls = resolve(native.env_id)
+    kwargs = settings(cls)
+    if "frameskip" in kwargs:  # the catalogue's frames per step, passed (PufferLib's default for Breakout too)
+        kwargs["frameskip"] = native.frame_skip
+    return cls(num_envs=num_envs, seed=seed, **kwargs), kwargs
 
 
 def settings(cls: Callable[..., Any]) -> dict[str, Any]:

@@ -247,6 +247,11 @@ class _Policy:
             raise Absent(f"the shared PPO trainer runs {case.backend} as {', '.join(backend.ppo_env.variants)}, not {case.variant}")
         if ppo is None:
             raise Absent(f"suites/{SHARED_PPO_SUITE}.toml has no sb3 case for {case.task}: no shared PPO definition to run")
+        import importlib.util
+
+        if backend.environment is not None and importlib.util.find_spec("stable_baselines3") is None:
+            raise Absent(f"{case.backend}'s own environment has no torch or Stable-Baselines3; its env trains served to the main "
+                         "install (the time-to-reward suite), not in this worker")
         import torch
 
         from gpuenv.modes.ttr.train import build_sb3

@@ -37,6 +37,11 @@ class TimeToReward(Mode["TtrRecord"]):
 
         return trainers(registry)[item.case.trainer][0].unavailable_reason()
 
+    def serves_env(self, item: Any) -> bool:
+        from gpuenv.modes.ttr.suite import SB3
+
+        return item.case.trainer == SB3.name
+
     def with_measure(self, item: Any, settings: dict[str, Any], where: str) -> Any:
         from dataclasses import replace
 

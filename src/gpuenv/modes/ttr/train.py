@@ -230,8 +230,10 @@ def build_sb3(backend, variant: str, native: NativeTask, num_envs: int, seed: in
     from stable_baselines3.common.preprocessing import is_image_space
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
+    from gpuenv.backends.served import vecenv_factory
+
     assert backend.ppo_env is not None
-    venv, details = resolve(backend.ppo_env.factory)(variant, native, num_envs, seed)
+    venv, details = vecenv_factory(backend)(variant, native, num_envs, seed)
     venv = VecMonitor(venv)
     normalize = bool(hyperparams.get("normalize", False))
     if normalize:
@@ -257,10 +259,13 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
+    from gpuenv.backends.served import is_served, vecenv_factory
+
     backend = default_registry().get(case.backend)
-    backend.load()  # the simulator's own imports count as import time
     assert backend.ppo_env is not None  # the suite loader checked it
-    make_vecenv = resolve(backend.ppo_env.factory)
+    if not is_served(backend):  # a served env imports its simulator in its own process, counted as build
+        backend.load()  # the simulator's own imports count as import time
+    make_vecenv = vecenv_factory(backend)
     t = prog.phase("import", t)
     native = prog.native
     model, venv, details = build_sb3(backend, case.variant, native, case.num_envs, prog.seed, case.hyperparams)

@@ -1,0 +1,53 @@
+"""Ocean's PPO env for the shared SB3 trainer: one PufferEnv holding every env, kept to SB3's VecEnv
+contract without SB3 (it runs in Ocean's own environment and reaches the trainer served,
+gpuenv.backends.served). Ocean resets a finished game inside its C step, so the final observation of
+an episode is gone by the time the step returns: no info carries `terminal_observation`. Breakout's
+games end only by losing the balls or clearing the bricks (never truncated), so PPO never bootstraps
+from a final observation and nothing it needs is lost."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+
+from gpuenv.backends.ocean.adapter import RESET_MODE, make_env
+from gpuenv.backends.spec import NativeTask
+
+
+class OceanVecEnv:
+    def __init__(self, native: NativeTask, num_envs: int, seed: int) -> None:
+        self.env, kwargs = make_env(native, num_envs, seed)
+        self.seed = seed
+        self.num_envs = num_envs
+        self.observation_space = self.env.single_observation_space
+        self.action_space = self.env.single_action_space
+        self.details: dict[str, Any] = {  # the record's, as the stepper's facts say them
+            "pufferlib": version("pufferlib"),
+            "vectorization": "native: one PufferEnv, every env stepped by its C vec_step",
+            "env_kwargs": kwargs,
+            "reset_mode": RESET_MODE,
+            "final_observation": "not kept: Ocean restarts a finished game inside its C step (Breakout never truncates)",
+        }
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self.env.reset(seed=self.seed)
+        return obs.copy()
+
+    def step(self, actions: np.ndarray):
+        obs, rewards, terminals, truncations, _ = self.env.step(actions)
+        truncated = np.asarray(truncations, dtype=bool)
+        dones = np.asarray(terminals, dtype=bool) | truncated
+        infos: list[dict] = [{} for _ in range(self.num_envs)]
+        for i in np.flatnonzero(dones):
+            infos[i]["TimeLimit.truncated"] = bool(truncated[i])
+        return obs.copy(), np.asarray(rewards, dtype=np.float32).copy(), dones, infos
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int) -> tuple[OceanVecEnv, dict]:
+    env = OceanVecEnv(native, num_envs, seed)
+    return env, dict(env.details)

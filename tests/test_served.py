@@ -1,0 +1,104 @@
+"""A backend's PPO env served from another interpreter (gpuenv.backends.served / serve_env): what SB3
+gets is what the env process's env returned, finished episodes' infos included; a failing or dying env
+process ends in one clear error, never a hang; the runner runs such a trainer in the main install and
+its record names both sides."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from gpuenv.backends.served import ServedVecEnv, is_served, vecenv_factory
+from gpuenv.backends.spec import NativeTask
+from gpuenv.registry import default_registry
+from gpuenv.run.runner import Launcher, served
+
+NATIVE = NativeTask("fake-env-v0", None, 1, None, 100, (3,), "discrete", 4)
+
+
+def _open(num_envs: int = 4) -> ServedVecEnv:
+    return ServedVecEnv(sys.executable, "servedfake:make", "v", NATIVE, num_envs, 7)
+
+
+def test_steps_spaces_and_finished_episodes_reach_sb3_as_the_env_returned_them():
+    venv = _open()
+    try:
+        assert venv.num_envs == 4 and venv.details == {"variant": "v", "task": "fake-env-v0", "seed": 7}
+        assert venv.action_space == spaces.Discrete(4)
+        assert venv.observation_space == spaces.Box(low=-1.0, high=100.0, shape=(3,), dtype=np.float32)
+        obs = venv.reset()
+        assert obs.dtype == np.float32 and obs[:, 1].tolist() == [0, 0, 0, 0]
+        for step in (1, 2, 3):
+            actions = np.array([1, 2, 3, 0]) if step < 3 else np.array([3, 2, 1, 1])
+            obs, rewards, dones, infos = venv.step(actions)
+            assert rewards.dtype == np.float32 and rewards.tolist() == actions.tolist()
+            assert obs[:, 0].tolist() == [0, 1, 2, 3] and obs[:, 2].tolist() == actions.tolist()
+        # the third step ends envs 0-2: their obs are reset ones; the infos carry what the env kept
+        assert dones.tolist() == [True, True, True, False] and obs[:, 1].tolist() == [0, 0, 0, 3]
+        assert infos[0]["terminal_observation"].tolist() == [0, 3, 3] and infos[0]["TimeLimit.truncated"] is False
+        assert infos[1]["terminal_observation"].tolist() == [1, 3, 2] and infos[1]["TimeLimit.truncated"] is True
+        assert infos[2] == {"TimeLimit.truncated": False} and infos[3] == {}
+    finally:
+        venv.close()
+    assert venv._proc.returncode == 0  # the env process left when told to
+
+
+def test_a_failing_env_process_ends_in_one_line_naming_its_error_and_leaves_nothing_running():
+    with pytest.raises(RuntimeError) as e:
+        _open(num_envs=2)
+    assert str(e.value) == "the served env process failed: ValueError: needs 3 envs or more, got 2"
+
+
+def test_an_env_process_that_dies_is_an_error_not_a_hang():
+    venv = _open()
+    venv.reset()
+    os.kill(venv._proc.pid, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match=r"exited with code -9"):
+        venv.step(np.zeros(4, dtype=np.int64))
+    venv.close()
+
+
+def test_the_env_process_ends_by_itself_when_the_trainer_is_gone():
+    venv = _open()
+    venv._out.close()  # as when the worker dies: its end of the pipe closes
+    assert venv._proc.wait(timeout=30) == 0
+
+
+def test_only_a_backend_in_its_own_environment_is_served():
+    reg = default_registry()
+    assert is_served(reg.get("ocean")) and not is_served(reg.get("gymnasium"))
+    assert vecenv_factory(reg.get("gymnasium")).__name__ == "make_vecenv"
+
+
+def test_a_served_trainers_worker_runs_here_and_its_record_names_both_sides():
+    base = {"machine": {"python": "3.11.2", "cpu": "x"}, "packages": {"torch": "2.13.0", "numpy": "2.3.0", "pufferlib": "0.1"}}
+    theirs = {"machine": {"python": "3.11.9", "cpu": "x"}, "packages": {"torch": None, "numpy": "1.26.4", "pufferlib": "3.0.0"},
+              "environment": {"name": "ocean", "python": "3.11"}}
+    how, where = served(Launcher(python="/envs/x/bin/python", env={"A": "1"}, environment={"name": "ocean"}), theirs, base)
+    assert how.python == sys.executable and how.env == {"A": "1"}
+    # the simulator's versions from its environment, the trainer's (absent there) from here
+    assert where["packages"] == {"torch": "2.13.0", "numpy": "1.26.4", "pufferlib": "3.0.0"}
+    assert where["machine"]["python"] == "3.11.2"
+    assert "served to the trainer in the main install (Python 3.11.2)" in where["environment"]["served"]
+    # a backend of the main install is left as it is
+    plain = Launcher()
+    assert served(plain, base, base) == (plain, base)
+
+
+def test_policy_phases_where_the_backends_environment_lacks_sb3_are_absent_and_say_where_it_trains(monkeypatch):
+    """The throughput suite's policy phases run in the worker, which for Ocean is Ocean's environment."""
+    import importlib.util
+
+    from gpuenv.backends.base import Case
+    from gpuenv.modes.throughput import phases
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "stable_baselines3" else real(name, *a))
+    native = default_registry().native("ocean_breakout", "ocean")
+    with pytest.raises(phases.Absent, match="ocean's own environment has no torch or Stable-Baselines3; its env trains served"):
+        phases._Policy(Case("ocean", "native", "ocean_breakout", 4), native, {"hyperparams": {}, "source": "suites/ppo.toml"})
