@@ -82,6 +82,29 @@ timeout_s = 600
 """
 
 
+def served_training(cli, tmp_path: Path, name: str, *bench: str, status: str = "censored") -> tuple[dict, dict]:
+    """One seed of the shared trainer on a backend served from its own environment, through `gpuenv bench
+    BENCH...`: (record, its run), after what every served record must say; `status` is the run's, and a
+    censored run's bench exits 1 (its threshold missed). Skips, saying why, where the environment cannot
+    be built here."""
+    import json
+
+    import pytest
+
+    r = cli("bench", *bench, "--out", str(tmp_path / "out"), timeout=1200)
+    if any(f"could not {w}" in r.stderr for w in ("create the venv", "install the lock")) or "URLError" in r.stderr:
+        pytest.skip(f"{name}'s environment could not be built here (no package index): {r.stderr.strip().splitlines()[-1]}")
+    assert r.returncode == (1 if status == "censored" else 0) and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    (rec,) = (json.loads(p.read_text()) for p in (tmp_path / "out").glob("*/*.json"))
+    assert rec["status"] == "ok", rec["failure"]
+    (run,) = rec["runs"]
+    assert run["status"] == status and run["details"]["env_process"].startswith("served")
+    assert run["details"]["trainer"] == "stable_baselines3.PPO" and rec["where"]["packages"]["stable-baselines3"]
+    assert rec["where"]["environment"]["name"] == name
+    assert "served to the trainer in the main install" in rec["where"]["environment"]["served"]
+    return rec, run
+
+
 def write_suite(path: Path, body: str) -> Path:
     path.write_text(body)
     return path

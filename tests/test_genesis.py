@@ -6,9 +6,11 @@ Where the environment cannot be built (no uv, no PyPI, no libGL/EGL) the real te
 from __future__ import annotations
 
 import json
+import subprocess
 
+import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, served_training, write_suite
 
 from gpuenv.registry import default_registry
 
@@ -22,24 +24,52 @@ def test_declared_in_its_own_environment_with_a_cpu_torch_lock():
     assert "\ngenesis-world==1.4.5 \\\n" in lock and "\ntorch==2.13.0+cpu \\\n" in lock and "\nquadrants==" in lock
     assert "\nplotly==5." in lock  # why it cannot share the main install (plotly >= 6 there)
     assert INFO.variants == ("random", "random-noself", "reused", "reused-noself")
-    assert set(INFO.tasks) == {"franka_scene", "go2_scene"} and set(default_registry().offers("franka_scene")) == {"genesis"}
+    assert set(INFO.tasks) == {"franka_scene", "go2_scene", "inverted_pendulum"} and set(default_registry().offers("franka_scene")) == {"genesis"}
+    assert "\ngymnasium==" in lock  # the InvertedPendulum model file comes from Gymnasium's package
+    assert INFO.ppo_env is not None and INFO.ppo_env.variants == ("random", "random-noself")
 
 
 # Two variants that between them set each protocol choice both ways (the fresh target with self-collision,
 # the reused one without), two processes each: a process that compiles Genesis's kernels takes about a
 # minute on this VM kind, one that finds them in Quadrants's offline cache about 20 s.
 PAIR = ("random", "reused-noself")
+# ... and Gymnasium's InvertedPendulum on Genesis, one process (its episodes end and reset inside the step)
+PROTOCOLS = """
+[measure]
+processes = 2
+values = 2
+warmups = 1
+min_time_s = 0.02
+chunk_steps = 10
+timeout_s = 300
+
+[[matrix]]
+backends = ["genesis:random", "genesis:reused-noself"]
+tasks = ["franka_scene"]
+num_envs = [2]
+
+[[matrix]]
+backends = ["genesis:random"]
+tasks = ["inverted_pendulum"]
+num_envs = [4]
+processes = 1
+"""
 
 
 @pytest.mark.backend
 def test_each_protocol_choice_runs_both_ways_and_records_what_it_did(cli, tmp_path):
-    backends = [a for v in PAIR for a in ("--backend", f"genesis:{v}")]
-    r = cli("bench", "--suite", "smoke", *backends, "--task", "franka_scene", "--num-envs", "2", "--processes", "2",
-            "--out", str(tmp_path), timeout=1800)
+    suite = write_suite(tmp_path / "protocols.toml", PROTOCOLS)
+    r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=1800)
     if "could not create the venv" in r.stderr or "could not install the lock" in r.stderr:
         pytest.skip(f"Genesis's environment could not be built here: {r.stderr.strip().splitlines()[-1]}")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
-    recs = {x["case"]["variant"]: x for x in (json.loads(p.read_text()) for p in tmp_path.rglob("*.json"))}
+    records = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("*.json")]
+    (pendulum,) = (x for x in records if x["case"]["task"] == "inverted_pendulum")
+    assert pendulum["status"] == "ok" and pendulum["summary"]["env_steps_per_s"]["median"] > 0
+    assert pendulum["what"]["reset_mode"].startswith("auto-reset in the adapter") and pendulum["what"]["obs_shape"] == [4]
+    assert pendulum["what"]["details"]["armature"].startswith("0 on both joints")
+    assert pendulum["what"]["details"]["physics_timestep_s"] == pytest.approx(0.02)
+    recs = {x["case"]["variant"]: x for x in records if x["case"]["task"] == "franka_scene"}
     assert set(recs) == set(PAIR)
     for variant, rec in recs.items():
         assert rec["status"] == "ok" and rec["summary"]["env_steps_per_s"]["median"] > 0, variant
@@ -51,3 +81,72 @@ def test_each_protocol_choice_runs_both_ways_and_records_what_it_did(cli, tmp_pa
         assert rec["where"]["machine"]["python"].startswith("3.11.")
         # the kernels the first process compiled (or an earlier run did) are in the cache for the second
         assert [p["compile_cache"] for p in rec["processes"]][1:] == ["hit"], variant
+
+
+# Gymnasium's InvertedPendulum-v5 on Genesis, one env from a given state under given controls: the
+# observation each step ends in (before an auto-reset).
+GENESIS_SIDE = """
+import json, sys
+import numpy as np, torch
+from gpuenv.backends.genesis.adapter import open_pendulum
+from gpuenv.registry import default_registry
+qpos, qvel, actions = json.loads(sys.argv[1])
+p = open_pendulum("random", default_registry().get("genesis").tasks["inverted_pendulum"], 1, 0)
+p.robot.set_dofs_position(torch.tensor([qpos], dtype=torch.float32), p.dofs)
+p.robot.set_dofs_velocity(torch.tensor([qvel], dtype=torch.float32), p.dofs)
+print("TRAJECTORY", json.dumps([p.step(np.array([[a]]))[4][0].tolist() for a in actions]))
+print("DETAILS", json.dumps(p.details()))
+"""
+
+
+def _genesis_python() -> str:
+    from gpuenv.backends.served import interpreter
+    from gpuenv.errors import UserError
+
+    try:
+        return interpreter(INFO)
+    except UserError as e:
+        if "could not create the venv" in str(e) or "could not install the lock" in str(e):
+            pytest.skip(f"Genesis's environment could not be built here: {e}")
+        raise
+
+
+@pytest.mark.backend
+@pytest.mark.parametrize("seed", [0, 1])
+def test_its_inverted_pendulum_steps_like_gymnasiums_under_the_same_state_and_controls(seed):
+    """The same logical task as Gymnasium's, checked: with the joints' armature at the file's 0 (Genesis's
+    importer sets 0.1, which turns the pole 18% slower) the two agree until the pole falls, within what
+    two integrators differ by (MuJoCo's RK4, Genesis's own)."""
+    import gymnasium as gym
+
+    rng = np.random.default_rng(seed)
+    qpos, qvel, actions = rng.uniform(-0.05, 0.05, 2), rng.uniform(-0.05, 0.05, 2), rng.uniform(-1, 1, 12)
+    env = gym.make("InvertedPendulum-v5")
+    env.reset(seed=seed)
+    env.unwrapped.set_state(qpos, qvel)
+    theirs = []
+    for a in actions:
+        obs, _, terminated, _, _ = env.step(np.array([a]))
+        theirs.append(obs)
+        if terminated:
+            break
+    r = subprocess.run([_genesis_python(), "-c", GENESIS_SIDE, json.dumps([qpos.tolist(), qvel.tolist(), actions.tolist()])],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in r.stdout.splitlines() if line.startswith(("TRAJECTORY", "DETAILS"))}
+    ours = np.array(lines["TRAJECTORY"][: len(theirs)])
+    theirs = np.array(theirs)
+    assert len(theirs) >= 3
+    assert np.abs(ours[:, :2] - theirs[:, :2]).max() < 0.05  # cart and pole positions
+    assert np.allclose(ours[:, 2:], theirs[:, 2:], rtol=0.06, atol=0.03), (ours, theirs)  # velocities
+    assert lines["DETAILS"]["armature"].startswith("0 on both joints") and "[0.1, 0.1]" in lines["DETAILS"]["armature"]
+
+
+@pytest.mark.backend
+def test_the_shared_ppo_trainer_learns_its_inverted_pendulum_served_from_its_environment(cli, tmp_path):
+    """The ppo-smoke suite's Genesis case, one seed: SB3 here, the pendulum in Genesis's environment."""
+    rec, run = served_training(cli, tmp_path, "genesis", "--suite", "ppo-smoke", "--backend", "genesis:random", "--seeds", "1",
+                               status="reached")
+    assert run["env_steps_to_threshold"] <= 100_000 and run["curve"][-1]["eval_return"] >= 950
+    assert run["details"]["armature"].startswith("0 on both joints") and run["details"]["normalize"] is True
+    assert rec["where"]["packages"]["genesis-world"] == "1.4.5"

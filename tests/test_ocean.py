@@ -13,7 +13,7 @@ import re
 import tarfile
 
 import pytest
-from conftest import ROOT, TINY_TTR, write_suite
+from conftest import ROOT, TINY_TTR, served_training, write_suite
 
 from gpuenv.backends.ocean import build
 from gpuenv.registry import default_registry
@@ -98,7 +98,7 @@ def test_the_main_installs_pufferlib_is_not_oceans_and_telling_them_apart_import
     assert out == "['pufferlib.ocean', 'gym'] False False", out
 
 
-OCEAN_PPO = TINY_TTR + """
+OCEAN_PPO = """
 [[case]]
 task = "ocean_breakout"
 backends = ["ocean:native"]
@@ -120,20 +120,10 @@ n_epochs = 1
 def test_the_shared_ppo_trainer_trains_on_ocean_served_from_its_environment(cli, tmp_path):
     """torch and SB3 are not in Ocean's environment: the trainer runs in the main install, and Breakout
     steps in a process of Ocean's environment (gpuenv.backends.served); the record names both."""
-    suite = write_suite(tmp_path / "ocean-ppo.toml", OCEAN_PPO)
-    r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=1200)
-    if any(f"could not {w}" in r.stderr for w in ("create the venv", "install the lock")) or "URLError" in r.stderr:
-        pytest.skip(f"Ocean's environment could not be built here (no package index): {r.stderr.strip().splitlines()[-1]}")
-    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]  # 1: 864 is not reached
-    (rec,) = (json.loads(p.read_text()) for p in (tmp_path / "out").glob("*/*.json"))
-    assert rec["status"] == "ok", rec["failure"]
-    (run,) = rec["runs"]
-    assert run["status"] == "censored" and [p["env_steps"] for p in run["curve"]] == [1024, 2048]
-    assert all(0 <= p["eval_return"] <= 864 for p in run["curve"])
+    rec, run = served_training(cli, tmp_path, "ocean", "--suite", str(write_suite(tmp_path / "ocean-ppo.toml", TINY_TTR + OCEAN_PPO)))
+    assert [p["env_steps"] for p in run["curve"]] == [1024, 2048] and all(0 <= p["eval_return"] <= 864 for p in run["curve"])
     d = run["details"]
-    assert d["pufferlib"] == build.VERSION and d["env_kwargs"]["frameskip"] == 4 and d["env_process"].startswith("served")
-    assert d["trainer"] == "stable_baselines3.PPO"
+    assert d["pufferlib"] == build.VERSION and d["env_kwargs"]["frameskip"] == 4
     w = rec["where"]
     assert w["packages"]["pufferlib"] == build.VERSION and w["packages"]["numpy"].startswith("1.")  # the simulator's side
-    assert w["packages"]["torch"] and w["packages"]["stable-baselines3"]  # the trainer's side, from the main install
-    assert w["environment"]["name"] == "ocean" and "served to the trainer in the main install" in w["environment"]["served"]
+    assert w["packages"]["torch"]  # the trainer's side, from the main install

@@ -11,8 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from gpuenv.backends._common import HostLoop
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
+from gpuenv.backends.genesis.pendulum import CTRL, Pendulum
+from gpuenv.backends.genesis.pendulum import ENV_ID as PENDULUM_ID
+from gpuenv.backends.genesis.pendulum import RESET_MODE as RESET_PENDULUM
 from gpuenv.backends.spec import NativeTask
+from gpuenv.errors import Unsupported
 
 RESET_MODE = "none: a scene without episodes (Genesis's speed benchmark), nothing resets"
 # Franka: PD gains of Genesis's Franka examples; Go2: a standing pose, PD 20/0.5, targets within 0.25 rad of it
@@ -106,20 +111,25 @@ class GenesisStepper:
         self.scene = None
 
     def keep_caches(self) -> None:
-        """Genesis writes the kernels Quadrants compiled to its offline cache in gs.destroy(), which it
-        registers with atexit; the worker leaves with os._exit, so without this call every process compiled
-        them all again. The record says `hit` where the cache held kernels and this process added none,
-        `miss` where it wrote new ones, `not cached` where nothing was written (cache off or unwritable).
-        Another run sharing the cache at the same time can make a hit read as a miss."""
-        import genesis as gs
-        from quadrants.lang import impl
-
-        root = Path(impl.get_runtime().prog.config().offline_cache_file_path) / "kernel_compilation_manager"
-        before = _cache_files(root)
         self.scene = None
-        gs.destroy()
-        after = _cache_files(root)
-        self.facts.details["compile_cache"] = "miss" if after - before else "hit" if before else "not cached"
+        keep_caches(self.facts)
+
+
+def keep_caches(facts: StepperFacts) -> None:
+    """Genesis writes the kernels Quadrants compiled to its offline cache in gs.destroy(), which it
+    registers with atexit; the worker leaves with os._exit, so without this call every process compiled
+    them all again. The record says `hit` where the cache held kernels and this process added none,
+    `miss` where it wrote new ones, `not cached` where nothing was written (cache off or unwritable).
+    Another run sharing the cache at the same time can make a hit read as a miss. The stepper has
+    dropped its scene first."""
+    import genesis as gs
+    from quadrants.lang import impl
+
+    root = Path(impl.get_runtime().prog.config().offline_cache_file_path) / "kernel_compilation_manager"
+    before = _cache_files(root)
+    gs.destroy()
+    after = _cache_files(root)
+    facts.details["compile_cache"] = "miss" if after - before else "hit" if before else "not cached"
 
 
 def _cache_files(root: Path) -> set[tuple[str, int]]:
@@ -159,5 +169,43 @@ def facts(gs, scene, self_collision: bool) -> dict:
     return out
 
 
-def open(case: Case, native: NativeTask) -> GenesisStepper:  # noqa: A001 - the adapter contract
+class PendulumStepper(HostLoop):
+    """Gymnasium's InvertedPendulum on Genesis (gpuenv.backends.genesis.pendulum): the harness's actions
+    are the motor's controls, finished envs reset inside the step."""
+
+    def __init__(self, case: Case, native: NativeTask) -> None:
+        if case.variant.startswith("reused"):
+            raise Unsupported(f"genesis:{case.variant} sets one target once (Genesis's speed-benchmark protocol for its scenes); "
+                              "inverted_pendulum is an RL task whose episodes end within steps: run genesis:random or random-noself")
+        self.env = open_pendulum(case.variant, native, case.num_envs, case.seed)
+        self.steps_per_chunk = case.chunk_steps
+        details = {**facts(self.env.gs, self.env.scene, not case.variant.endswith("-noself")), **self.env.details()}
+        self.facts = StepperFacts(
+            native_env_id=native.env_id,
+            obs_shape=(4,),
+            action_space=ActionSpace("box", low=(-CTRL,), high=(CTRL,)),
+            reset_mode=RESET_PENDULUM,
+            device="cpu",
+            details=details,
+        )
+
+    def close(self) -> None:
+        self.env = None
+
+    def keep_caches(self) -> None:
+        self.env = None
+        keep_caches(self.facts)
+
+
+def open_pendulum(variant: str, native: NativeTask, num_envs: int, seed: int) -> Pendulum:
+    """The batched InvertedPendulum of a case; self-collision as the variant says (two bodies: nothing to collide)."""
+    gs = _init(seed)
+    assert native.physics_dt_s is not None
+    return Pendulum(gs, num_envs, seed, native.physics_dt_s, native.frame_skip, native.episode_steps,
+                    self_collision=not variant.endswith("-noself"))
+
+
+def open(case: Case, native: NativeTask) -> GenesisStepper | PendulumStepper:  # noqa: A001 - the adapter contract
+    if native.env_id == PENDULUM_ID:
+        return PendulumStepper(case, native)
     return GenesisStepper(case, native)
