@@ -98,6 +98,19 @@ p.robot.set_dofs_velocity(torch.tensor([s[1] for s in starts], dtype=torch.float
 actions = np.array([s[2] for s in starts]).T
 print("TRAJECTORIES", json.dumps(np.stack([p.step(a[:, None])[4] for a in actions], axis=1).tolist()))
 print("DETAILS", json.dumps(p.details()))
+# Gymnasium's rules, with a 3-step time limit: env 0 upright and still (truncated at step 3), env 1 at
+# 0.19 rad turning 2 rad/s (past 0.2 in its first step: terminated)
+import genesis as gs
+from gpuenv.backends.genesis.pendulum import Pendulum
+q = Pendulum(gs, 2, 1, 0.02, 2, 3)
+first = q.reset()
+q.robot.set_dofs_position(torch.tensor([[0.0, 0.0], [0.0, 0.19]]), q.dofs)
+q.robot.set_dofs_velocity(torch.tensor([[0.0, 0.0], [0.0, 2.0]]), q.dofs)
+rows = []
+for _ in range(3):
+    obs, reward, terminated, truncated, final = q.step(np.zeros((2, 1)))
+    rows.append([obs.tolist(), reward.tolist(), terminated.tolist(), truncated.tolist(), final.tolist(), q.t.tolist()])
+print("RULES", json.dumps({"first": first.tolist(), "rows": rows}))
 """
 
 
@@ -138,13 +151,21 @@ def test_its_inverted_pendulum_steps_like_gymnasiums_under_the_same_state_and_co
     r = subprocess.run([_genesis_python(), "-c", GENESIS_SIDE, json.dumps(starts)], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in r.stdout.splitlines()
-             if line.startswith(("TRAJECTORIES", "DETAILS"))}
+             if line.startswith(("TRAJECTORIES", "DETAILS", "RULES"))}
     for env_i, gym_steps in enumerate(theirs):
         ours = np.array(lines["TRAJECTORIES"][env_i][: len(gym_steps)])
         assert len(gym_steps) >= 3
         assert np.abs(ours[:, :2] - gym_steps[:, :2]).max() < 0.05  # cart and pole positions
         assert np.allclose(ours[:, 2:], gym_steps[:, 2:], rtol=0.06, atol=0.03), (env_i, ours, gym_steps)  # velocities
     assert lines["DETAILS"]["armature"].startswith("0 on both joints") and "[0.1, 0.1]" in lines["DETAILS"]["armature"]
+    # reward, termination past 0.2 rad, truncation at the time limit, reset noise, the final observation kept
+    rules = lines["RULES"]
+    assert np.abs(rules["first"]).max() <= 0.01  # U(-0.01, 0.01) on each position and velocity
+    (obs1, rew1, term1, trunc1, final1, t1), _, (obs3, rew3, term3, trunc3, final3, t3) = rules["rows"]
+    assert rew1 == [1.0, 0.0] and term1 == [False, True] and trunc1 == [False, False] and t1 == [1, 0]
+    assert final1[1][1] > 0.2 and np.abs(obs1[1]).max() <= 0.02  # env 1's fall kept; it goes on from a reset
+    assert rew3 == [1.0, 1.0] and term3 == [False, False] and trunc3 == [True, False] and t3 == [0, 2]
+    assert final3[0] != obs3[0] and np.abs(obs3[0]).max() <= 0.02
 
 
 @pytest.mark.backend

@@ -125,5 +125,6 @@ def test_the_shared_ppo_trainer_trains_on_ocean_served_from_its_environment(cli,
     d = run["details"]
     assert d["pufferlib"] == build.VERSION and d["env_kwargs"]["frameskip"] == 4
     w = rec["where"]
-    assert w["packages"]["pufferlib"] == build.VERSION and w["packages"]["numpy"].startswith("1.")  # the simulator's side
-    assert w["packages"]["torch"]  # the trainer's side, from the main install
+    # the trainer's process (numpy 2 here), its simulator from Ocean's environment, whose own versions are beside
+    assert w["packages"]["pufferlib"] == build.VERSION and w["packages"]["torch"] and w["packages"]["numpy"].startswith("2.")
+    assert w["environment"]["packages"]["numpy"].startswith("1.") and w["environment"]["packages"]["torch"] is None

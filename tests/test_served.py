@@ -48,17 +48,34 @@ def test_steps_spaces_and_finished_episodes_reach_sb3_as_the_env_returned_them()
     assert venv._proc.returncode == 0  # the env process left when told to
 
 
-def test_a_failing_env_process_ends_in_one_line_naming_its_error_and_leaves_nothing_running():
+def test_a_failing_env_process_ends_in_one_line_naming_its_error_and_leaves_nothing_running(monkeypatch):
+    import subprocess
+
+    started = []
+    real = subprocess.Popen
+
+    def popen(*a, **kw):
+        started.append(real(*a, **kw))
+        return started[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
     with pytest.raises(RuntimeError) as e:
         _open(num_envs=2)
     assert str(e.value) == "the served env process failed: ValueError: needs 3 envs or more, got 2"
+    (proc,) = started
+    assert proc.returncode == 1  # it has ended, and was waited for
+    # an env that cannot run a case faithfully keeps that kind (the record's failure kind "unsupported")
+    from gpuenv.errors import Unsupported
+
+    with pytest.raises(Unsupported, match="the served env process failed: Unsupported: no such variant"):
+        ServedVecEnv(sys.executable, "servedfake:make", "unsupported", NATIVE, 4, 7)
 
 
 def test_an_env_process_that_dies_is_an_error_not_a_hang():
     venv = _open()
     venv.reset()
     os.kill(venv._proc.pid, signal.SIGKILL)
-    with pytest.raises(RuntimeError, match=r"exited with code -9"):
+    with pytest.raises(RuntimeError, match=r"was killed by SIGKILL; its stderr is above"):
         venv.step(np.zeros(4, dtype=np.int64))
     venv.close()
 
@@ -81,8 +98,11 @@ def test_a_served_trainers_worker_runs_here_and_its_record_names_both_sides():
               "environment": {"name": "ocean", "python": "3.11"}}
     how, where = served(Launcher(python="/envs/x/bin/python", env={"A": "1"}, environment={"name": "ocean"}), theirs, base)
     assert how.python == sys.executable and how.env == {"A": "1"}
-    # the simulator's versions from its environment, the trainer's (absent there) from here
-    assert where["packages"] == {"torch": "2.13.0", "numpy": "1.26.4", "pufferlib": "3.0.0"}
+    # the trainer's process's versions, the simulator's where only its environment has it; that environment's own beside
+    assert where["packages"] == {"torch": "2.13.0", "numpy": "2.3.0", "pufferlib": "0.1"}
+    assert where["environment"]["packages"] == {"torch": None, "numpy": "1.26.4", "pufferlib": "3.0.0"}
+    base["packages"]["pufferlib"] = None  # (Metta's pufferlib-core absent here)
+    assert served(Launcher(python="/x", environment={"name": "ocean"}), theirs, base)[1]["packages"]["pufferlib"] == "3.0.0"
     assert where["machine"]["python"] == "3.11.2"
     assert "served to the trainer in the main install (Python 3.11.2)" in where["environment"]["served"]
     # a backend of the main install is left as it is

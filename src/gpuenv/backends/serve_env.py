@@ -13,7 +13,8 @@ lists its arrays as [name, dtype, shape]. Arrays go as raw bytes, never pickled:
                    {"reset": true}   {"step": true} + actions   {"close": true}
   env -> trainer   {"num_envs", "observation_space", "action_space", "details"} (+ box bounds), then
                    obs for a reset; obs, rewards, dones, truncated, final rows for a step;
-                   {"error": one line} and exit, for any failure.
+                   {"error": one line, "kind": its exception's class} and exit, for any failure
+                   (its traceback on stderr).
 The factory (Backend.ppo_env.factory) returns (env, details) as everywhere; its env keeps SB3's VecEnv
 contract (gpuenv.backends.vecenv) as `reset() -> obs` and `step(actions) -> (obs, rewards, dones,
 infos)`, and needs no SB3 base class.
@@ -25,9 +26,12 @@ import json
 import os
 import struct
 import sys
+import traceback
 from typing import Any, BinaryIO
 
 import numpy as np
+
+from gpuenv.errors import first_line
 
 HEADER = struct.Struct("<I")
 
@@ -53,7 +57,7 @@ def receive(inp: BinaryIO) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     for name, dtype, shape in header.pop("arrays"):
         dt = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
-        arrays[name] = np.frombuffer(_exactly(inp, count * dt.itemsize), dtype=dt).reshape(shape)
+        arrays[name] = np.frombuffer(_exactly(inp, count * dt.itemsize), dtype=dt).reshape(tuple(shape))
     return header, arrays
 
 
@@ -110,7 +114,10 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             else:
                 raise ValueError(f"unknown command {sorted(cmd)}")
     finally:
-        env.close()
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001 - a failing close must not replace the error that ended the loop
+            traceback.print_exc()
 
 
 def main(argv: list[str]) -> int:
@@ -118,10 +125,10 @@ def main(argv: list[str]) -> int:
     out = os.fdopen(int(argv[1]), "wb", buffering=1 << 16)
     try:
         serve(inp, out)
-    except Exception as e:  # noqa: BLE001 - any failure goes back to the trainer as one line, and this process ends
-        line = (str(e).strip().splitlines() or [""])[0]
+    except Exception as e:  # noqa: BLE001 - any failure goes back to the trainer as one line (its kind kept), and this process ends
+        traceback.print_exc()  # the whole story, on the worker's stderr
         try:
-            send(out, {"error": f"{type(e).__name__}: {line}" if line else type(e).__name__})
+            send(out, {"error": first_line(e), "kind": type(e).__name__})
         except OSError:
             pass
         return 1

@@ -11,6 +11,7 @@ goes with the worker, and ends by itself when the worker closes its pipe.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,10 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 from gpuenv.backends.serve_env import receive, send
 from gpuenv.backends.spec import Backend, NativeTask, resolve
 from gpuenv.backends.vecenv import NoSubEnvs
-from gpuenv.errors import UserError
+from gpuenv.errors import Unsupported, UserError
+
+# the env process's failures that keep their kind in the record (gpuenv.run.worker.failure_kind); any other is a crash
+ERRORS: dict[str, type[Exception]] = {"Unsupported": Unsupported, "UserError": UserError, "MemoryError": MemoryError}
 
 HOW = "served: the env steps in a process of the backend's own Python environment; observations, rewards and dones reach the trainer over pipes"
 
@@ -73,15 +77,24 @@ class ServedVecEnv(NoSubEnvs, VecEnv):
         to_env_r, to_env_w = os.pipe()
         from_env_r, from_env_w = os.pipe()
         self._python = python
-        self._proc = subprocess.Popen([python, "-m", "gpuenv.backends.serve_env", str(to_env_r), str(from_env_w)],
-                                      pass_fds=(to_env_r, from_env_w), stdin=subprocess.DEVNULL)
+        try:
+            self._proc = subprocess.Popen([python, "-m", "gpuenv.backends.serve_env", str(to_env_r), str(from_env_w)],
+                                          pass_fds=(to_env_r, from_env_w), stdin=subprocess.DEVNULL)
+        except OSError:
+            for fd in (to_env_r, to_env_w, from_env_r, from_env_w):
+                os.close(fd)
+            raise
         os.close(to_env_r)
         os.close(from_env_w)
         self._out = os.fdopen(to_env_w, "wb", buffering=1 << 16)
         self._in = os.fdopen(from_env_r, "rb", buffering=1 << 16)
         self._actions: np.ndarray | None = None
         self._closed = False
-        hello, bounds = self._ask({"open": factory, "native": native.to_dict(), "variant": variant, "num_envs": num_envs, "seed": seed})
+        try:
+            hello, bounds = self._ask({"open": factory, "native": native.to_dict(), "variant": variant, "num_envs": num_envs, "seed": seed})
+        except BaseException:
+            self.close()
+            raise
         self.details: dict[str, Any] = hello["details"]
         super().__init__(int(hello["num_envs"]), space_of(hello["observation_space"], bounds, "obs"),
                          space_of(hello["action_space"], bounds, "act"))
@@ -91,12 +104,22 @@ class ServedVecEnv(NoSubEnvs, VecEnv):
             send(self._out, header, **arrays)
             reply, out = receive(self._in)
         except (EOFError, BrokenPipeError):
-            code = self._proc.wait()
-            raise RuntimeError(f"the served env process ({self._python}) exited with code {code}; its stderr is above") from None
+            code = self._end()
+            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+            raise RuntimeError(f"the served env process ({self._python}) {how}; its stderr is above") from None
         if "error" in reply:
-            self._proc.wait()
-            raise RuntimeError(f"the served env process failed: {reply['error']}")
+            self._end()
+            raise ERRORS.get(reply.get("kind", ""), RuntimeError)(f"the served env process failed: {reply['error']}")
         return reply, out
+
+    def _end(self, timeout: float = 30.0) -> int:
+        """The env process's exit code, killing it when it does not leave within timeout (a simulator stuck
+        in its shutdown)."""
+        try:
+            return self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            return self._proc.wait()
 
     def reset(self) -> np.ndarray:
         _, arrays = self._ask({"reset": True})
@@ -124,12 +147,11 @@ class ServedVecEnv(NoSubEnvs, VecEnv):
         self._closed = True
         try:
             send(self._out, {"close": True})
-            self._out.close()
         except OSError:
             pass
         try:
-            self._proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+            self._out.close()
+        except OSError:
+            pass
+        self._end()  # its simulator's own shutdown runs (Genesis writes its kernel cache there)
         self._in.close()

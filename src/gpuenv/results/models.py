@@ -160,6 +160,7 @@ class Environment(Model):
     path: Str | None = None
     build_step: Str | None = None  # what its build step built after the lock: "module:function <its source's sha256, 16 hex>"
     served: Str | None = None  # its env was served from here to a trainer in the main install (gpuenv.backends.served)
+    packages: dict[PackageName, Version | None] | None = None  # served: this environment's versions (where.packages: the trainer's)
 
 
 class Scheduler(OpenModel):

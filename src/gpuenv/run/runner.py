@@ -312,19 +312,21 @@ def backend_where(base: dict, how: Launcher, workdir: Path, cache: dict[str, dic
 
 def served(how: Launcher, where: dict, base: dict) -> tuple[Launcher, dict]:
     """A worker in the main install whose env a backend's own environment serves (gpuenv.backends.served):
-    its Python is this one; its record names both sides, the simulator's packages from that environment
-    and the trainer's from here. Nothing changes for a backend without an environment of its own, or in
-    an image (a container side carries its own interpreter)."""
+    its Python is this one; its record names both sides: `packages` as the trainer's process has them,
+    with what only the simulator's environment has (its simulator) from there, and that environment's
+    own versions under `environment.packages` (numpy 1.x there, 2.x here). Nothing changes for a backend
+    without an environment of its own, or in an image (a container side carries its own interpreter)."""
     if how.environment is None or type(how) is not Launcher:
         return how, where
-    env = where["environment"]
-    packages = {k: v if v is not None else base["packages"].get(k) for k, v in where["packages"].items()}
+    env, theirs = where["environment"], where["packages"]
+    packages = {k: v if v is not None else theirs.get(k) for k, v in base["packages"].items()}
     return replace(how, python=sys.executable), {
         **where,
         "machine": {**where["machine"], "python": base["machine"]["python"]},
         "packages": packages,
-        "environment": {**env, "served": f"its env stepped in this environment (Python {env['python']}), served to the trainer "
-                                          f"in the main install (Python {base['machine']['python']}) over pipes"},
+        "environment": {**env, "packages": theirs,
+                        "served": f"its env stepped in this environment (Python {env['python']}), served to the trainer "
+                                  f"in the main install (Python {base['machine']['python']}) over pipes"},
     }
 
 

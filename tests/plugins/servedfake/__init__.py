@@ -42,6 +42,10 @@ class Env:
 
 
 def make(variant, native, num_envs, seed):
+    if variant == "unsupported":
+        from gpuenv.errors import Unsupported
+
+        raise Unsupported("no such variant")
     if num_envs < 3:
         raise ValueError(f"needs 3 envs or more, got {num_envs}\nsecond line")
     return Env(num_envs), {"variant": variant, "task": native.env_id, "seed": seed}

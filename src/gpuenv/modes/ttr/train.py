@@ -311,7 +311,11 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
         if "nan" in str(e).lower():
             raise Diverged(f"NaN in the policy: {str(e).splitlines()[0]}") from None
         raise
-    prog.end_s = prog.clock()
+    finally:
+        prog.end_s = prog.clock()
+        if is_served(backend):  # after the clock: an env process ends its simulator as it would (Genesis writes its kernel cache)
+            venv.close()
+            eval_env.close()
     details.update(
         trainer="stable_baselines3.PPO",
         stable_baselines3=stable_baselines3.__version__,
