@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
 
 from gpuenv.backends.base import ActionSpace
 
@@ -53,3 +56,15 @@ def flat_obs_shape(space) -> tuple[int, ...]:
             total += size
         return (total,)
     raise ValueError(f"cannot tell the shape of observation space {space!r}")
+
+
+def sb3_infos(num_envs: int, dones: Any, truncated: Any, finals: Iterable[tuple[Any, Any]] = ()) -> list[dict[str, Any]]:
+    """SB3's per-env infos of one step (the contract in gpuenv.backends.vecenv), without SB3: every
+    finished env's `TimeLimit.truncated` (ended by the time limit only), and `terminal_observation`
+    for each (env, its final observation) in finals, the envs whose simulator kept it."""
+    infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+    for i in np.flatnonzero(dones):
+        infos[i]["TimeLimit.truncated"] = bool(truncated[i])
+    for env, final in finals:
+        infos[int(env)]["terminal_observation"] = final
+    return infos

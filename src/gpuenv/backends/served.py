@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from gpuenv.backends._common import sb3_infos
 from gpuenv.backends.serve_env import receive, send
 from gpuenv.backends.spec import Backend, NativeTask, resolve
 from gpuenv.backends.vecenv import NoSubEnvs
@@ -133,12 +134,8 @@ class ServedVecEnv(NoSubEnvs, VecEnv):
     def step_wait(self):
         assert self._actions is not None
         _, a = self._ask({"step": True}, actions=self._actions)
-        dones, truncated = a["dones"].astype(bool), a["truncated"]
-        infos: list[dict] = [{} for _ in range(self.num_envs)]
-        for i in np.flatnonzero(dones):
-            infos[i]["TimeLimit.truncated"] = bool(truncated[i])
-        for row, i in enumerate(a["final_idx"]):
-            infos[int(i)]["terminal_observation"] = a["final_obs"][row].copy()
+        dones = a["dones"].astype(bool)
+        infos = sb3_infos(self.num_envs, dones, a["truncated"], ((i, a["final_obs"][row].copy()) for row, i in enumerate(a["final_idx"])))
         return a["obs"].copy(), a["rewards"].copy(), dones, infos
 
     def close(self) -> None:

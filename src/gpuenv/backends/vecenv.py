@@ -15,6 +15,8 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from gpuenv.backends._common import sb3_infos
+
 
 class NoSubEnvs:
     _get_indices: Any  # from VecEnv, which the adapters also derive from
@@ -64,13 +66,9 @@ class JaxVecEnv(NoSubEnvs, VecEnv):
         obs, reward = np.array(obs), np.array(reward, dtype=np.float32)
         term, trunc = np.asarray(term, dtype=bool), np.asarray(trunc, dtype=bool)
         dones = term | trunc
-        infos: list[dict] = [{} for _ in range(self.num_envs)]
         finished = np.flatnonzero(dones)
-        if finished.size:
-            final_obs = np.asarray(final_obs)
-            for i in finished:
-                infos[i]["terminal_observation"] = final_obs[i].copy()
-                infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+        final_obs = np.asarray(final_obs) if finished.size else None
+        infos = sb3_infos(self.num_envs, dones, trunc & ~term, ((i, final_obs[i].copy()) for i in finished))
         return obs, reward, dones, infos
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ import os
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from gpuenv.backends._common import sb3_infos
 from gpuenv.backends.spec import NativeTask
 from gpuenv.backends.vecenv import NoSubEnvs
 
@@ -86,12 +87,9 @@ class EnvPoolVecEnv(NoSubEnvs, VecEnv):
         trunc = np.zeros(self.num_envs, dtype=bool)
         trunc[ids] = truncated
         dones = term | trunc
-        infos: list[dict] = [{} for _ in range(self.num_envs)]
         finished = np.flatnonzero(dones)
+        infos = sb3_infos(self.num_envs, dones, trunc & ~term, [(i, obs[i].copy()) for i in finished])  # before the resets below
         if finished.size:
-            for i in finished:
-                infos[i]["terminal_observation"] = obs[i].copy()
-                infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
             reset_obs, reset_info = self.pool.reset(finished.astype(np.int32))
             reset_ids = reset_info["env_id"]
             obs[reset_ids] = self._ordered(reset_obs, reset_ids)[reset_ids]

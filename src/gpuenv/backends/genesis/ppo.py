@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from gpuenv.backends._common import sb3_infos
 from gpuenv.backends.genesis.adapter import open_pendulum
 from gpuenv.backends.genesis.pendulum import CTRL, ENV_ID, RESET_MODE
 from gpuenv.backends.spec import NativeTask
@@ -29,10 +30,7 @@ class PendulumVecEnv:
     def step(self, actions: np.ndarray):
         obs, reward, terminated, truncated, final = self.env.step(actions)
         dones = terminated | truncated
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        for i in np.flatnonzero(dones):
-            infos[i] = {"terminal_observation": final[i], "TimeLimit.truncated": bool(truncated[i])}
-        return obs, reward, dones, infos
+        return obs, reward, dones, sb3_infos(self.num_envs, dones, truncated, ((i, final[i]) for i in np.flatnonzero(dones)))
 
     def close(self) -> None:
         self.env = None

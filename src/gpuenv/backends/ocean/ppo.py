@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuenv.backends._common import sb3_infos
 from gpuenv.backends.ocean.adapter import RESET_MODE, make_env
 from gpuenv.backends.spec import NativeTask
 
@@ -39,10 +40,7 @@ class OceanVecEnv:
         obs, rewards, terminals, truncations, _ = self.env.step(actions)
         truncated = np.asarray(truncations, dtype=bool)
         dones = np.asarray(terminals, dtype=bool) | truncated
-        infos: list[dict] = [{} for _ in range(self.num_envs)]
-        for i in np.flatnonzero(dones):
-            infos[i]["TimeLimit.truncated"] = bool(truncated[i])
-        return obs.copy(), np.asarray(rewards, dtype=np.float32).copy(), dones, infos
+        return obs.copy(), np.asarray(rewards, dtype=np.float32).copy(), dones, sb3_infos(self.num_envs, dones, truncated)
 
     def close(self) -> None:
         self.env.close()
