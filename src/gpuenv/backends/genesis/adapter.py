@@ -13,8 +13,8 @@ import numpy as np
 
 from gpuenv.backends._common import HostLoop
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
+from gpuenv.backends.genesis import PENDULUM
 from gpuenv.backends.genesis.pendulum import CTRL, Pendulum
-from gpuenv.backends.genesis.pendulum import ENV_ID as PENDULUM_ID
 from gpuenv.backends.genesis.pendulum import RESET_MODE as RESET_PENDULUM
 from gpuenv.backends.spec import NativeTask
 from gpuenv.errors import Unsupported
@@ -179,7 +179,7 @@ class PendulumStepper(HostLoop):
                               "inverted_pendulum is an RL task whose episodes end within steps: run genesis:random or random-noself")
         self.env = open_pendulum(case.variant, native, case.num_envs, case.seed)
         self.steps_per_chunk = case.chunk_steps
-        details = {**facts(self.env.gs, self.env.scene, not case.variant.endswith("-noself")), **self.env.details()}
+        details = {**facts(self.env.gs, self.env.scene, self.env.self_collision), **self.env.details()}
         self.facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=(4,),
@@ -206,6 +206,6 @@ def open_pendulum(variant: str, native: NativeTask, num_envs: int, seed: int) ->
 
 
 def open(case: Case, native: NativeTask) -> GenesisStepper | PendulumStepper:  # noqa: A001 - the adapter contract
-    if native.env_id == PENDULUM_ID:
+    if native.env_id == PENDULUM:
         return PendulumStepper(case, native)
     return GenesisStepper(case, native)

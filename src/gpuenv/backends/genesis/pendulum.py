@@ -20,8 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuenv.backends.genesis import PENDULUM
-
 GEAR = 100.0
 CTRL = 3.0
 ANGLE_LIMIT = 0.2
@@ -29,9 +27,6 @@ RESET_NOISE = 0.01
 ARMATURE = 0.0  # the file's <default><joint armature="0">; Genesis's importer sets 0.1
 RESET_MODE = ("auto-reset in the adapter, as Gymnasium's vector envs: a pole past 0.2 rad, or 1000 steps, resets that env "
               "(set_dofs_position/velocity for the finished envs only) within the same step")
-
-
-ENV_ID = PENDULUM  # the backend's native id of the task
 
 
 def model_file() -> str:
@@ -46,7 +41,7 @@ class Pendulum:
                  self_collision: bool = True) -> None:
         import torch
 
-        self.gs, self.torch = gs, torch
+        self.gs, self.torch, self.self_collision = gs, torch, self_collision
         self.scene = gs.Scene(sim_options=gs.options.SimOptions(dt=physics_dt_s, substeps=1),
                               rigid_options=gs.options.RigidOptions(enable_self_collision=self_collision), show_viewer=False)
         self.robot = self.scene.add_entity(gs.morphs.MJCF(file=model_file()))

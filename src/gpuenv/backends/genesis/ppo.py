@@ -11,8 +11,9 @@ import numpy as np
 from gymnasium import spaces
 
 from gpuenv.backends._common import sb3_infos
+from gpuenv.backends.genesis import PENDULUM
 from gpuenv.backends.genesis.adapter import open_pendulum
-from gpuenv.backends.genesis.pendulum import CTRL, ENV_ID, RESET_MODE
+from gpuenv.backends.genesis.pendulum import CTRL, RESET_MODE
 from gpuenv.backends.spec import NativeTask
 from gpuenv.errors import Unsupported
 
@@ -37,7 +38,7 @@ class PendulumVecEnv:
 
 
 def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int) -> tuple[PendulumVecEnv, dict]:
-    if native.env_id != ENV_ID:
+    if native.env_id != PENDULUM:
         raise Unsupported(f"{native.env_id} is a speed-benchmark scene without a reward: Genesis trains on inverted_pendulum only")
     venv = PendulumVecEnv(variant, native, num_envs, seed)
     return venv, {**venv.env.details(), "reset_mode": RESET_MODE}

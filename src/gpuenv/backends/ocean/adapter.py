@@ -18,7 +18,7 @@ RESET_MODE = "auto-reset inside the C step: a finished game (balls lost, or ever
 
 class OceanStepper(HostLoop):
     def __init__(self, case: Case, native: NativeTask) -> None:
-        self.env, kwargs = make_env(native, case.num_envs, case.seed)
+        self.env, details = make_env(native, case.num_envs, case.seed)
         self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
         self.facts = StepperFacts(
@@ -27,11 +27,7 @@ class OceanStepper(HostLoop):
             action_space=action_space_of(self.env.single_action_space),
             reset_mode=RESET_MODE,
             device="cpu",
-            details={
-                "pufferlib": version("pufferlib"),
-                "vectorization": "native: one PufferEnv, every env stepped by its C vec_step in this process",
-                "env_kwargs": kwargs,
-            },
+            details=details,
         )
 
     def close(self) -> None:
@@ -39,12 +35,15 @@ class OceanStepper(HostLoop):
 
 
 def make_env(native: NativeTask, num_envs: int, seed: int) -> tuple[Any, dict[str, Any]]:
-    """The PufferEnv holding num_envs envs of the task, and the settings it was built with."""
+    """The PufferEnv holding num_envs envs of the task, and what a record says of it: pufferlib's version,
+    the vectorization and the settings it was built with."""
     cls = resolve(native.env_id)
     kwargs = settings(cls)
     if "frameskip" in kwargs:  # the catalogue's frames per step, passed (PufferLib's default for Breakout too)
         kwargs["frameskip"] = native.frame_skip
-    return cls(num_envs=num_envs, seed=seed, **kwargs), kwargs
+    details = {"pufferlib": version("pufferlib"), "vectorization": "native: one PufferEnv, every env stepped by its C vec_step in this process",
+               "env_kwargs": kwargs}
+    return cls(num_envs=num_envs, seed=seed, **kwargs), details
 
 
 def settings(cls: Callable[..., Any]) -> dict[str, Any]:

@@ -7,9 +7,6 @@ from a final observation and nothing it needs is lost."""
 
 from __future__ import annotations
 
-from importlib.metadata import version
-from typing import Any
-
 import numpy as np
 
 from gpuenv.backends._common import sb3_infos
@@ -19,18 +16,11 @@ from gpuenv.backends.spec import NativeTask
 
 class OceanVecEnv:
     def __init__(self, native: NativeTask, num_envs: int, seed: int) -> None:
-        self.env, kwargs = make_env(native, num_envs, seed)
+        self.env, self.details = make_env(native, num_envs, seed)  # the record's, as the stepper's facts say them
         self.seed = seed
         self.num_envs = num_envs
         self.observation_space = self.env.single_observation_space
         self.action_space = self.env.single_action_space
-        self.details: dict[str, Any] = {  # the record's, as the stepper's facts say them
-            "pufferlib": version("pufferlib"),
-            "vectorization": "native: one PufferEnv, every env stepped by its C vec_step",
-            "env_kwargs": kwargs,
-            "reset_mode": RESET_MODE,
-            "final_observation": "not kept: Ocean restarts a finished game inside its C step (Breakout never truncates)",
-        }
 
     def reset(self) -> np.ndarray:
         obs, _ = self.env.reset(seed=self.seed)
@@ -48,4 +38,5 @@ class OceanVecEnv:
 
 def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int) -> tuple[OceanVecEnv, dict]:
     env = OceanVecEnv(native, num_envs, seed)
-    return env, dict(env.details)
+    return env, {**env.details, "reset_mode": RESET_MODE,
+                 "final_observation": "not kept: Ocean restarts a finished game inside its C step (Breakout never truncates)"}
