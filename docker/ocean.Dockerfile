@@ -1,4 +1,5 @@
-# gpuenv/ocean: PufferLib Ocean's C environments (PufferAI's pufferlib 3.0.0, built from its sdist with gcc), numpy<2.
+# gpuenv/ocean: PufferLib Ocean's C environments and PufferLib's own trainer (PufferAI's pufferlib 3.0.0, built from its
+# sdist with gcc and g++ against torch's CPU wheel), numpy<2.
 # Build: gpuenv images build ocean. Run: docker run --rm gpuenv/ocean bench
 # BASE is gpuenv/base (docker/base.Dockerfile, itself pinned by tag and digest), built first.
 ARG BASE=gpuenv/base:latest
@@ -10,6 +11,7 @@ ARG CUDA_REQUIRE=""
 ARG GIT_SHA=unknown
 ARG GIT_DIRTY=""
 ARG GPUENV_VERSION=unknown
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ARG LOCK=docker/locks/ocean.txt
 ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
@@ -17,26 +19,30 @@ LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
 
 # Every package from the hash-locked lock file (make locks). Wheels only, but for gym 0.23.0 (Ocean's
 # runtime imports it; PyPI has only its source, a pure-Python package built here from the hash-checked sdist).
+# torch is the CPU wheel (pufferl trains on the CPU here): from TORCH_INDEX, or from wheels in docker/wheels/
+# (the build command fills it where the host has them; TORCH_INDEX is then empty).
 # A host CA bundle, where registry access needs one, comes as the build secret `pipcert`.
 COPY ${LOCK} /opt/gpuenv/lock.txt
-RUN --mount=type=secret,id=pipcert \
+RUN --mount=type=bind,source=docker/wheels,target=/wheels \
+    --mount=type=secret,id=pipcert \
     if [ -f /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi; \
-    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --no-binary=gym -r /opt/gpuenv/lock.txt
+    pip install --no-cache-dir --require-hashes --no-deps --only-binary=:all: --no-binary=gym --find-links /wheels \
+      ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"} -r /opt/gpuenv/lock.txt
 
 # pufferlib 3.0.0 from its sha256-checked sdist, without the GitHub downloads its setup.py makes
 # (gpuenv.backends.ocean.build, standard library only: it runs before gpuenv's source is copied in, so a
-# change to gpuenv does not rebuild it). gcc builds the C envs, with Python's headers where the base lacks
-# them (Debian's python3-dev on the local debootstrapped base; python:3.11-slim has its own); all are
-# removed in the same layer.
+# change to gpuenv does not rebuild it). gcc builds the C envs and g++ the torch extension (pufferlib._C),
+# with Python's headers where the base lacks them (Debian's python3-dev on the local debootstrapped base;
+# python:3.11-slim has its own); all are removed in the same layer.
 COPY src/gpuenv/backends/ocean/build.py /opt/gpuenv/ocean_build.py
 # hadolint ignore=DL3008,SC2016
 RUN --mount=type=secret,id=pipcert \
     if [ -f /run/secrets/pipcert ]; then export SSL_CERT_FILE=/run/secrets/pipcert; fi; \
     dev=""; \
     [ -f "$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || dev=python3-dev; \
-    apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev ${dev:+"$dev"} \
+    apt-get update && apt-get install -y --no-install-recommends gcc g++ libc6-dev ${dev:+"$dev"} \
     && python /opt/gpuenv/ocean_build.py /tmp/downloads \
-    && apt-get purge -y --auto-remove gcc libc6-dev ${dev:+"$dev"} && rm -rf /var/lib/apt/lists/* /tmp/downloads /opt/gpuenv/ocean_build.py
+    && apt-get purge -y --auto-remove gcc g++ libc6-dev ${dev:+"$dev"} && rm -rf /var/lib/apt/lists/* /tmp/downloads /opt/gpuenv/ocean_build.py
 
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src

@@ -106,6 +106,21 @@ def served_training(cli, tmp_path: Path, name: str, *bench: str, status: str = "
     return rec, run
 
 
+def own_python(name: str) -> str:
+    """The interpreter of backend `name`'s own environment, built on first use; skips, saying why, where
+    it cannot be built here (no package index)."""
+    from gpuenv.backends.served import interpreter
+    from gpuenv.errors import UserError
+    from gpuenv.registry import default_registry
+
+    try:
+        return interpreter(default_registry().get(name))
+    except UserError as e:
+        if "could not create the venv" in str(e) or "could not install the lock" in str(e):
+            pytest.skip(f"{name}'s environment could not be built here: {e}")
+        raise
+
+
 def write_suite(path: Path, body: str) -> Path:
     path.write_text(body)
     return path

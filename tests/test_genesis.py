@@ -10,7 +10,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import ROOT, served_training, write_suite
+from conftest import ROOT, own_python, served_training, write_suite
 
 from gpuenv.registry import default_registry
 
@@ -114,18 +114,6 @@ print("RULES", json.dumps({"first": first.tolist(), "rows": rows}))
 """
 
 
-def _genesis_python() -> str:
-    from gpuenv.backends.served import interpreter
-    from gpuenv.errors import UserError
-
-    try:
-        return interpreter(INFO)
-    except UserError as e:
-        if "could not create the venv" in str(e) or "could not install the lock" in str(e):
-            pytest.skip(f"Genesis's environment could not be built here: {e}")
-        raise
-
-
 @pytest.mark.backend
 def test_its_inverted_pendulum_steps_like_gymnasiums_under_the_same_state_and_controls():
     """The same logical task as Gymnasium's, checked: with the joints' armature at the file's 0 (Genesis's
@@ -148,7 +136,7 @@ def test_its_inverted_pendulum_steps_like_gymnasiums_under_the_same_state_and_co
             if terminated:
                 break
         theirs.append(np.array(steps))
-    r = subprocess.run([_genesis_python(), "-c", GENESIS_SIDE, json.dumps(starts)], capture_output=True, text=True, timeout=900)
+    r = subprocess.run([own_python("genesis"), "-c", GENESIS_SIDE, json.dumps(starts)], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in r.stdout.splitlines()
              if line.startswith(("TRAJECTORIES", "DETAILS", "RULES"))}

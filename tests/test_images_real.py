@@ -72,6 +72,24 @@ def test_smoke_suite_runs_in_the_image_offline_as_another_uid(built, backend, tm
         assert rec["where"]["machine"]["in_container"] is True
 
 
+def test_pufferlibs_trainer_learns_in_the_ocean_image_offline(built, tmp_path):
+    """The ppo-smoke suite's pufferl case, one seed, in gpuenv/ocean: its C++ kernel, built in the image
+    against torch's CPU wheel, trains Ocean's CartPole to the threshold without a network, as uid 1234."""
+    results = tmp_path / "results"
+    results.mkdir()
+    os.chmod(results, 0o777)
+    r = subprocess.run(
+        [DOCKER, "run", "--rm", "--network", "none", "--user", "1234:1234", "-v", f"{results}:/home/gpuenv/results",
+         "gpuenv/ocean:latest", "bench", "--suite", "ppo-smoke", "--case", "ppo-pufferl-ocean-native-ocean_cartpole-n1024",
+         "--seeds", "1", "--out", "results/local"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    (rec,) = (load(p) for p in results.rglob("*.json"))
+    assert rec["status"] == "ok" and rec["runs"][0]["status"] == "reached"
+    assert rec["runs"][0]["details"]["trainer"].startswith("pufferlib.pufferl") and rec["where"]["machine"]["container"]["image"] == "ocean"
+
+
 def test_doctor_in_a_cpu_image(built):
     r = subprocess.run([DOCKER, "run", "--rm", "--network", "none", "gpuenv/envpool:latest", "doctor", "--cpu-ok"],
                        capture_output=True, text=True, timeout=300)

@@ -10,10 +10,12 @@ import hashlib
 import io
 import json
 import re
+import subprocess
 import tarfile
 
+import numpy as np
 import pytest
-from conftest import ROOT, TINY_TTR, served_training, write_suite
+from conftest import ROOT, TINY_TTR, own_python, served_training, write_suite
 
 from gpuenv.backends.ocean import build
 from gpuenv.registry import default_registry
@@ -45,12 +47,11 @@ def _sdist(tmp_path, names):
 
 def test_the_source_is_prepared_without_githubs_downloads_and_a_changed_sdist_is_refused(tmp_path, monkeypatch):
     sdist = _sdist(tmp_path, ["setup.py", "pufferlib/ocean/impulse_wars/binding.c", "pufferlib/ocean/breakout/binding.c"])
-    src, stub = build.prepare(sdist, tmp_path / "work")
+    src = build.prepare(sdist, tmp_path / "work")
     for d in build.EMPTY:  # what setup.py would download from GitHub when missing; nothing on Linux reads them
         assert (src / d).is_dir() and not any((src / d).iterdir())
     assert not (src / "pufferlib/ocean/impulse_wars/binding.c").exists()  # Box2D's one user: left out
     assert (src / "pufferlib/ocean/breakout/binding.c").exists()
-    assert "BuildExtension" in (stub / "torch/utils/cpp_extension.py").read_text()
     # a download whose sha256 differs is refused and leaves nothing behind; the right one is kept under its name
     monkeypatch.setattr(build, "SDIST_URL", sdist.as_uri())
     downloads = tmp_path / "downloads"
@@ -61,6 +62,24 @@ def test_the_source_is_prepared_without_githubs_downloads_and_a_changed_sdist_is
     assert not any(downloads.iterdir())
     monkeypatch.setattr(build, "SDIST_SHA256", hashlib.sha256(sdist.read_bytes()).hexdigest())
     assert build.fetch(downloads).read_bytes() == sdist.read_bytes() and len(list(downloads.iterdir())) == 1
+
+
+def test_the_build_hides_nvcc_so_pufferlibs_kernel_is_built_for_torchs_cpu_wheel(tmp_path):
+    """pufferlib's setup.py builds its CUDA kernel whenever `nvcc` is on PATH (a CUDA toolkit torch's CPU
+    wheel cannot use): the build's PATH finds everything it found before but nvcc, the compilers beside it too."""
+    import shutil
+
+    cuda, usr = tmp_path / "cuda" / "bin", tmp_path / "usr" / "bin"
+    for d in (cuda, usr):
+        d.mkdir(parents=True)
+    for f in (cuda / "nvcc", usr / "nvcc", usr / "g++", usr / "gcc"):
+        f.write_text("#!/bin/sh\n")
+        f.chmod(0o755)
+    path = f"{cuda}:{usr}:/bin"
+    hidden = build.without_nvcc(path, tmp_path / "work")
+    assert shutil.which("nvcc", path=path) and shutil.which("nvcc", path=hidden) is None
+    assert shutil.which("g++", path=hidden) and shutil.which("gcc", path=hidden) and shutil.which("sh", path=hidden)
+    assert hidden.split(":")[2] == "/bin" and build.without_nvcc("/bin:/usr/bin", tmp_path / "w2") == "/bin:/usr/bin"
 
 
 def test_a_sweep_of_pufferlib_is_refused_in_one_line(cli):
@@ -127,4 +146,163 @@ def test_the_shared_ppo_trainer_trains_on_ocean_served_from_its_environment(cli,
     w = rec["where"]
     # the trainer's process (numpy 2 here), its simulator from Ocean's environment, whose own versions are beside
     assert w["packages"]["pufferlib"] == build.VERSION and w["packages"]["torch"] and w["packages"]["numpy"].startswith("2.")
-    assert w["environment"]["packages"]["numpy"].startswith("1.") and w["environment"]["packages"]["torch"] is None
+    assert w["environment"]["packages"]["numpy"].startswith("1.") and w["environment"]["packages"]["stable-baselines3"] is None
+
+
+
+OCEAN_CARTPOLE_SIDE = """
+import json, sys
+import numpy as np
+from gpuenv.backends.ocean import BACKEND
+from gpuenv.backends.ocean.adapter import episode_ends, make_env
+
+native = BACKEND.tasks["ocean_cartpole"]
+actions = np.array(json.loads(sys.argv[1]), dtype=np.float32)  # (steps, envs) of 0/1
+env, details = make_env(native, actions.shape[1], 11)
+obs, _ = env.reset(seed=11)
+rows = [obs.tolist()]
+flags = []
+for a in actions:
+    obs, reward, terminal, truncation, _ = env.step(a)
+    ended, truncated = episode_ends(native, reward, terminal, truncation)
+    rows.append(obs.tolist())
+    flags.append([reward.tolist(), terminal.tolist(), ended.tolist(), truncated.tolist()])
+print("RUN", json.dumps({"rows": rows, "flags": flags, "details": details}))
+# a balancing controller to the time limit: the 200th step ends the episode unflagged, rewarded 0
+obs, _ = env.reset(seed=12)
+limit = []
+for t in range(201):
+    obs, reward, terminal, truncation, _ = env.step((obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.float32))
+    ended, truncated = episode_ends(native, reward, terminal, truncation)
+    limit.append([float(reward[0]), bool(terminal[0]), bool(truncation[0]), bool(ended[0]), bool(truncated[0]), obs[0].tolist()])
+print("LIMIT", json.dumps(limit))
+"""
+
+
+@pytest.mark.backend
+def test_ocean_cartpole_follows_gymnasiums_equations_with_rules_of_its_own():
+    """Ocean's CartPole steps Gymnasium's CartPole equations (from the same state, under the same actions, the
+    same trajectory until the pole falls, within float32's rounding), but ends episodes its own way: reward 0
+    on the ending step, a 200-step limit it does not flag (episode_ends reports it as a truncation), reset
+    noise of 0.04. So it is the logical task ocean_cartpole, not cartpole."""
+    import gymnasium as gym
+
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 2, (40, 3))
+    r = subprocess.run([own_python("ocean"), "-c", OCEAN_CARTPOLE_SIDE, json.dumps(actions.tolist())],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in r.stdout.splitlines() if line.startswith(("RUN", "LIMIT"))}
+    rows, flags = np.array(out["RUN"]["rows"]), out["RUN"]["flags"]
+    assert np.abs(rows[0]).max() <= 0.04  # U(-0.04, 0.04) reset noise on every state variable
+    for i in range(3):
+        theirs = gym.make("CartPole-v1").unwrapped
+        theirs.reset(seed=0)
+        theirs.state = rows[0, i].astype(np.float64)
+        for t, a in enumerate(actions[:, i]):
+            obs, reward, terminated, _, _ = theirs.step(int(a))
+            reward_o, terminal_o, ended_o, truncated_o = (f[i] for f in flags[t])
+            if terminated:  # Ocean ends it on the same step, rewarded 0 (Gymnasium: 1), and restarts at once
+                assert terminal_o and ended_o and not truncated_o and reward_o == 0.0 and reward == 1.0
+                assert t >= 5  # random actions keep a pole up for some steps
+                break
+            assert not terminal_o and not ended_o and reward_o == 1.0
+            assert np.allclose(rows[t + 1, i], obs, rtol=1e-4, atol=1e-5), (i, t, rows[t + 1, i], obs)
+        else:
+            pytest.fail(f"env {i}: random actions kept the pole up for 40 steps")
+    limit = out["LIMIT"]
+    assert all(step[:5] == [1.0, False, False, False, False] for step in limit[:199])
+    reward, terminal, truncation, ended, truncated, obs = limit[199]
+    assert (reward, terminal, truncation, ended, truncated) == (0.0, False, False, True, True) and np.abs(obs).max() <= 0.04
+    assert limit[200][:5] == [1.0, False, False, False, False]  # the next episode's first step
+
+
+
+RANDOM_STATE_SIDE = """
+import json
+import numpy as np
+from gpuenv.backends.ocean import BACKEND
+from gpuenv.backends.ocean.adapter import make_env, own_random_state
+
+native = BACKEND.tasks["ocean_cartpole"]
+def run(second):  # 4 envs pushed left: each falls within about 10 steps and resets from the C random state
+    env, _ = make_env(native, 4, 3)
+    env.reset(seed=3)
+    rows = []
+    for t in range(60):
+        if t == 30 and second is not None:
+            second()
+        obs = env.step(np.zeros(4, dtype=np.float32))[0]
+        rows.append(obs.tolist())
+    return rows
+
+def other_env():
+    e, _ = make_env(native, 2, 99)
+    e.reset(seed=99)
+    for _ in range(30):
+        e.step(np.zeros(2, dtype=np.float32))
+
+def isolated():
+    with own_random_state(99):
+        other_env()
+
+print(json.dumps([run(None), run(isolated), run(other_env)]))
+"""
+
+
+@pytest.mark.backend
+def test_a_second_ocean_env_in_own_random_state_leaves_the_first_ones_draws_alone():
+    """Ocean's C envs share the C library's random state, reseeded by any env's creation and reset: the
+    harness's eval envs (pufferl's evaluation) run in a state of their own, so training's resets draw as if
+    no evaluation had happened; without that, they would not."""
+    r = subprocess.run([own_python("ocean"), "-c", RANDOM_STATE_SIDE], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    alone, beside_isolated, beside_shared = json.loads(r.stdout.strip().splitlines()[-1])
+    assert beside_isolated == alone
+    assert beside_shared[:30] == alone[:30] and beside_shared != alone
+
+@pytest.mark.backend
+def test_pufferlibs_own_trainer_learns_ocean_cartpole_in_its_environment(cli, tmp_path):
+    """The ppo-smoke suite's pufferl case, one seed: PufferLib's PPO (its C++ kernel built against torch's CPU
+    wheel by the build step) in Ocean's environment, evaluated by the harness, reaches its threshold; the
+    record holds PufferLib's config as it ran."""
+    r = cli("bench", "--suite", "ppo-smoke", "--case", "ppo-pufferl-ocean-native-ocean_cartpole-n1024", "--seeds", "1",
+            "--out", str(tmp_path / "out"), timeout=1200)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    (rec,) = (json.loads(p.read_text()) for p in (tmp_path / "out").glob("*/*.json"))
+    assert rec["status"] == "ok", rec["failure"]
+    (run,) = rec["runs"]
+    assert run["status"] == "reached" and run["curve"][-1]["eval_return"] >= 195 and run["eval_s"] > 0
+    assert len(run["curve"]) >= 2 and run["curve"][0]["eval_return"] < 195  # it learned: one batch does not balance it
+    d = run["details"]
+    assert d["trainer"].startswith("pufferlib.pufferl.PuffeRL") and d["pufferlib"] == build.VERSION and d["device"] == "cpu"
+    c = d["train_config"]
+    assert c["learning_rate"] == 0.05 and c["gamma"] == 0.95 and c["optimizer"] == "muon"  # PufferLib's CartPole config
+    assert c["batch_size"] == 1024 * 64 and d["env_kwargs"] == {"num_envs": 1024} and d["policy"].startswith("Policy + Recurrent")
+    w = rec["where"]
+    assert w["environment"]["name"] == "ocean" and w["environment"]["served"] is None
+    assert w["packages"]["torch"].endswith("+cpu") and w["packages"]["numpy"].startswith("1.")
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ('optimizer = "sgd"', "optimizer = 'sgd': pufferl takes 'adam' or 'muon'"),
+    ("bptt_horizon = 0", "bptt_horizon = 0: pufferl takes a positive integer"),
+    ('device = "cuda"', "trainer 'pufferl' has no hyperparameter 'device'"),  # gpuenv sets the device
+])
+def test_bad_pufferl_settings_are_refused_in_one_line_before_anything_runs(cli, tmp_path, line, says):
+    suite = TINY_TTR + """
+[[case]]
+task = "ocean_cartpole"
+backends = ["ocean:native"]
+trainer = "pufferl"
+num_envs = 1024
+threshold = 195.0
+max_env_steps = 65_536
+max_time_s = 60
+eval_every_steps = 65_536
+eval_episodes = 2
+[case.hyperparams]
+""" + line + "\n"
+    r = cli("bench", "--suite", str(write_suite(tmp_path / "bad.toml", suite)), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert says in r.stderr and not (tmp_path / "out").exists()

@@ -43,6 +43,8 @@ TASKS: dict[str, Task] = {
         Task("franka_scene", "robot-scene", "A Franka Panda arm on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
         Task("go2_scene", "robot-scene", "A Unitree Go2 quadruped on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
         Task("ocean_breakout", "ocean", "PufferLib Ocean's Breakout: its own C game (paddle, ball, 6x18 bricks as 118 features), not Atari's"),
+        Task("ocean_cartpole", "ocean", "PufferLib Ocean's CartPole in C: Gymnasium's CartPole equations, but a 200-step limit (v0's), "
+             "reward 0 on the step that ends an episode and reset noise of 0.04, so not CartPole-v1"),
         Task("ballchase", "game-engine", "BallChase: an agent on a walled plane chases a target point (Godot physics, godot-rl protocol)"),
     ]
 }

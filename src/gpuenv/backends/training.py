@@ -1,15 +1,37 @@
 """What a backend's native trainer works with (its `Trainer` declaration's function gets a case and a
-progress object from gpuenv.modes.ttr.train): the exception that ends training, and the clock of JAX's
-compile time. Like gpuenv.backends.base for steppers, the contract lives below the modes that use it.
+progress object from gpuenv.modes.ttr.train): the exception that ends training, the eval envs' seed
+offset, one evaluation timed and recorded, and the clock of JAX's compile time. Like
+gpuenv.backends.base for steppers, the contract lives below the modes that use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
+
+EVAL_SEED_OFFSET = 1_000_003  # eval envs never share a seed with training envs
 
 
 class Stop(Exception):
     """Raised inside a trainer's callback to end training (threshold reached or budget spent)."""
+
+
+def evaluate_and_record(prog: Any, env_steps: int, parameters: Iterable[Any], evaluate: Callable[[], float],
+                        compile_within: Callable[[float, float], float] | None = None) -> bool:
+    """One evaluation of a torch policy after `env_steps` env steps: its parameters checked for non-finite
+    values (Diverged), `evaluate()` timed, compile inside it (JAX's, where `compile_within` counts it) left
+    out of its time, and the result recorded; returns prog.record's answer (True: keep training)."""
+    import torch
+
+    from gpuenv.errors import Diverged
+
+    if not all(torch.isfinite(p).all() for p in parameters):
+        raise Diverged(f"non-finite policy parameters at {env_steps} env steps")
+    start = prog.clock()
+    value = evaluate()
+    end = prog.clock()
+    inside = compile_within(start, end) if compile_within else 0.0
+    return bool(prog.record(env_steps, value, end, end - start - inside))
 
 
 class CompileClock:

@@ -5,7 +5,8 @@ shared numpy buffers (PufferLib's protocol: nothing is copied out)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from typing import Any
 
@@ -13,7 +14,11 @@ from gpuenv.backends._common import HostLoop, action_space_of
 from gpuenv.backends.base import Case, StepperFacts
 from gpuenv.backends.spec import NativeTask, resolve
 
-RESET_MODE = "auto-reset inside the C step: a finished game (balls lost, or every brick hit) restarts in vec_step"
+RESET_MODE = "auto-reset inside the C step: a finished game restarts in vec_step"
+# Ocean envs whose C step leaves an episode's end unflagged: CartPole's time limit (200 steps) sets neither
+# its terminal nor its truncation flag; its reward is 0 exactly on the step that ends an episode, whether
+# terminated or at the limit, and 1 on every other (cartpole.h's c_step)
+ENDS_ON_ZERO_REWARD = frozenset({"pufferlib.ocean.cartpole.cartpole:Cartpole"})
 
 
 class OceanStepper(HostLoop):
@@ -32,6 +37,41 @@ class OceanStepper(HostLoop):
 
     def close(self) -> None:
         self.env.close()
+
+
+@contextmanager
+def own_random_state(seed: int) -> Iterator[None]:
+    """Ocean's C envs draw from the C library's one random state (srand/rand), which creating or resetting
+    an env reseeds: inside this block, such calls use a state of their own (glibc's initstate), and the
+    state before the block comes back after it. So a second PufferEnv in the process (the harness's eval
+    envs) changes nothing the first draws (the training envs' resets)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.initstate.restype = libc.setstate.restype = ctypes.c_void_p
+    libc.initstate.argtypes = [ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]
+    libc.setstate.argtypes = [ctypes.c_void_p]
+    state = _STATES.setdefault(seed, ctypes.create_string_buffer(256))  # kept alive while libc may point at it
+    before = libc.initstate(seed, state, len(state))
+    try:
+        yield
+    finally:
+        libc.setstate(before)
+
+
+_STATES: dict[int, Any] = {}
+
+
+def episode_ends(native: NativeTask, rewards: Any, terminals: Any, truncations: Any) -> tuple[Any, Any]:
+    """(ended, truncated) per env for the step just taken: Ocean's flags, and for an env that leaves its
+    time limit unflagged (ENDS_ON_ZERO_REWARD) an unterminated step rewarded 0 as a truncation."""
+    import numpy as np
+
+    terminated = np.asarray(terminals, dtype=bool)
+    truncated = np.asarray(truncations, dtype=bool)
+    if native.env_id in ENDS_ON_ZERO_REWARD:
+        truncated = truncated | (~terminated & (np.asarray(rewards) == 0))
+    return terminated | truncated, truncated
 
 
 def make_env(native: NativeTask, num_envs: int, seed: int) -> tuple[Any, dict[str, Any]]:

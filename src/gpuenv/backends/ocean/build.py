@@ -1,14 +1,16 @@
-"""PufferAI's `pufferlib` 3.0.0 (the Ocean C environments) built into a Python environment, on a machine
-without GitHub: the ocean backend's build step (`Environment.build_step`, run after its lock), and its
-image's (this file run as a script: `python build.py DOWNLOADS`, pip instead of uv).
+"""PufferAI's `pufferlib` 3.0.0 (the Ocean C environments and its trainer's torch extension) built into a
+Python environment, on a machine without GitHub: the ocean backend's build step (`Environment.build_step`,
+run after its lock, which holds torch's CPU wheel), and its image's (this file run as a script: `python
+build.py DOWNLOADS`, pip instead of uv).
 
 PyPI has it as an sdist only. The sdist ships Raylib 5.5's Linux build, but its setup.py downloads
-Raylib's WebAssembly build and Box2D from GitHub whenever their folders are missing, and imports
-torch's cpp_extension at the top even with NO_TRAIN=1 (which leaves its torch extension out). So:
-the hash-checked sdist is unpacked, the two folders are made empty (nothing on Linux reads them),
-impulse_wars (Box2D's one user) is left out, and the build sees a stand-in `torch.utils.cpp_extension`
-whose BuildExtension is setuptools' build_ext (with NO_TRAIN=1 it builds no extension). The sdist
-itself is not modified. Standard library only: it runs before gpuenv is installed there."""
+Raylib's WebAssembly build and Box2D from GitHub whenever their folders are missing. So: the
+hash-checked sdist is unpacked, the two folders are made empty (nothing on Linux reads them), and
+impulse_wars (Box2D's one user) is left out. Its setup.py builds `pufferlib._C` (the advantage kernel
+pufferl calls) as a CUDA extension whenever `nvcc` is on PATH, which needs a CUDA toolkit to match
+torch; torch here is the CPU wheel, so the build sees a PATH without `nvcc` and builds the C++ (CPU)
+kernel. The sdist itself is not modified. Standard library only: it runs before gpuenv is
+installed there."""
 
 from __future__ import annotations
 
@@ -27,11 +29,6 @@ SDIST_URL = ("https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40
 SDIST_SHA256 = "7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9"
 EMPTY = ("raylib-5.5_webassembly", "box2d-web", "box2d-linux-amd64/include", "box2d-linux-amd64/src")
 LEFT_OUT = ("impulse_wars",)  # links Box2D's libbox2d.a, a GitHub download
-STUB = '''"""Stand-in for torch.utils.cpp_extension while pufferlib's setup.py runs with NO_TRAIN=1 (gpuenv)."""
-from setuptools.command.build_ext import build_ext as BuildExtension
-CppExtension = CUDAExtension = None
-CUDA_HOME = None
-'''
 
 
 def fetch(dest: Path) -> Path:
@@ -57,9 +54,9 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def prepare(sdist: Path, work: Path) -> tuple[Path, Path]:
-    """(source folder ready to build, folder holding the torch stand-in)."""
-    src, stub = work / "src", work / "stub"
+def prepare(sdist: Path, work: Path) -> Path:
+    """The source folder, ready to build."""
+    src = work / "src"
     shutil.rmtree(work, ignore_errors=True)
     src.mkdir(parents=True)
     with tarfile.open(sdist) as t:
@@ -71,16 +68,30 @@ def prepare(sdist: Path, work: Path) -> tuple[Path, Path]:
         (src / d).mkdir(parents=True, exist_ok=True)
     for name in LEFT_OUT:
         (src / "pufferlib" / "ocean" / name / "binding.c").unlink(missing_ok=True)
-    (stub / "torch" / "utils").mkdir(parents=True)
-    (stub / "torch" / "__init__.py").write_text("")
-    (stub / "torch" / "utils" / "__init__.py").write_text("")
-    (stub / "torch" / "utils" / "cpp_extension.py").write_text(STUB)
-    return src, stub
+    return src
+
+
+def without_nvcc(path: str, work: Path) -> str:
+    """PATH as it is, but where a folder holds an `nvcc` (pufferlib's setup.py builds its CUDA kernel when
+    it finds one, and this build is against torch's CPU wheel), a folder in `work` with links to all its
+    other entries (gcc and g++ may live beside nvcc: /usr/bin, a conda env's bin) takes its place."""
+    out = []
+    for i, p in enumerate(path.split(os.pathsep)):
+        folder = Path(p)
+        if p and (folder / "nvcc").exists():
+            links = work / f"path-{i}"
+            links.mkdir(parents=True, exist_ok=True)
+            for entry in folder.iterdir():
+                if entry.name != "nvcc" and not (links / entry.name).exists():
+                    (links / entry.name).symlink_to(entry)
+            p = str(links)
+        out.append(p)
+    return os.pathsep.join(out)
 
 
 def install(python: str, work: Path, installer: list[str] | None = None, downloads: Path | None = None) -> None:
     """Build and install pufferlib into the environment whose interpreter is `python` (it needs numpy,
-    setuptools and wheel already: the build runs without isolation). `installer`: the install command
+    torch, setuptools and wheel already: the build runs without isolation). `installer`: the install command
     up to its arguments (default: uv pip install into `python`); `downloads`: where the sdist is kept
     (default: gpuenv's cache)."""
     if installer is None:
@@ -92,8 +103,8 @@ def install(python: str, work: Path, installer: list[str] | None = None, downloa
 
         downloads = base() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
-    src, stub = prepare(fetch(downloads), work)
-    env = {**os.environ, "NO_TRAIN": "1", "PYTHONPATH": stub.as_posix()}
+    src = prepare(fetch(downloads), work)
+    env = {**os.environ, "PATH": without_nvcc(os.environ.get("PATH", os.defpath), work / "bin")}
     r = subprocess.run([*installer, "--no-build-isolation", "--no-deps", str(src)], env=env, cwd=src, capture_output=True, text=True)
     if r.returncode != 0:
         log = downloads / f"pufferlib-{VERSION}-build.log"

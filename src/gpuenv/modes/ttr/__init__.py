@@ -35,7 +35,10 @@ class TimeToReward(Mode["TtrRecord"]):
     def unavailable(self, item: Any, registry: Any) -> str | None:
         from gpuenv.modes.ttr.suite import trainers
 
-        return trainers(registry)[item.case.trainer][0].unavailable_reason()
+        trainer, owner = trainers(registry)[item.case.trainer]
+        if owner is not None and registry.get(owner).environment is not None:
+            return None  # a native trainer of a backend in its own environment: that environment's lock holds what it needs
+        return trainer.unavailable_reason()
 
     def serves_env(self, item: Any) -> bool:
         from gpuenv.modes.ttr.suite import SB3

@@ -18,12 +18,10 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuenv.backends.spec import NativeTask, resolve
-from gpuenv.backends.training import CompileClock
+from gpuenv.backends.training import EVAL_SEED_OFFSET, CompileClock, evaluate_and_record
 from gpuenv.errors import Diverged
 from gpuenv.modes.ttr.suite import PpoCase
 from gpuenv.registry import default_registry
-
-EVAL_SEED_OFFSET = 1_000_003  # eval envs never share a seed with training envs
 
 
 class Progress:
@@ -296,14 +294,9 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
             prog.steps_now = self.num_timesteps
             if self.num_timesteps < prog.next_eval:
                 return not prog.over_time()
-            if not all(torch.isfinite(p).all() for p in self.model.policy.parameters()):
-                raise Diverged(f"non-finite policy parameters at {self.num_timesteps} env steps")
-            start = prog.clock()
-            value = evaluate()
-            end = prog.clock()
             # compile inside the evaluation (the eval envs' first jitted step) is counted as compile, once
-            inside = compile_clock.within(start, end) if compile_clock else 0.0
-            return prog.record(self.num_timesteps, value, end, end - start - inside)
+            return evaluate_and_record(prog, self.num_timesteps, self.model.policy.parameters(), evaluate,
+                                       compile_clock.within if compile_clock else None)
 
     try:
         model.learn(total_timesteps=case.max_env_steps, callback=Evaluate())
