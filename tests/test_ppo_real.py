@@ -102,6 +102,42 @@ def test_envpool_vecenv_marks_truncation():
     assert truncated >= 4
 
 
+@pytest.mark.parametrize("variant", ["sync", "async", "async-noshm"])
+def test_gymnasiums_vector_envs_give_sb3_what_its_dummyvecenv_gives(variant):
+    """Gymnasium's own vector envs, made SB3 VecEnvs in same-step autoreset (gpuenv.backends.vecenv.
+    GymVectorVecEnv): under the same seeds and actions, step for step what SB3's DummyVecEnv over the same
+    envs returns, episode ends, final observations and time-limit truncations included."""
+    from gpuenv.backends.gymnasium.ppo import make_vecenv
+
+    native = default_registry().native("cartpole", "gymnasium")
+    theirs, _ = make_vecenv("dummy", native, 4, 7, make=gym_limited)
+    ours, details = make_vecenv(variant, native, 4, 7, make=gym_limited)
+    assert details["autoreset_mode"] == "same-step"
+    rng = np.random.default_rng(0)
+    np.testing.assert_array_equal(ours.reset(), theirs.reset())
+    ended = truncated = 0
+    for _ in range(60):
+        actions = rng.integers(0, 2, 4)
+        a, b = ours.step(actions), theirs.step(actions)
+        for x, y in zip(a[:3], b[:3]):
+            np.testing.assert_array_equal(x, y)
+        for i in np.flatnonzero(b[2]):
+            ended += 1
+            truncated += b[3][i]["TimeLimit.truncated"]
+            assert a[3][i]["TimeLimit.truncated"] == b[3][i]["TimeLimit.truncated"]
+            np.testing.assert_array_equal(a[3][i]["terminal_observation"], b[3][i]["terminal_observation"])
+    assert ended >= 8 and 0 < truncated < ended  # both ways of ending came up
+    ours.close()
+    theirs.close()
+
+
+def gym_limited(env_id, max_episode_steps=None):
+    """CartPole with a 12-step limit, so time-limit truncations come up beside falls (fork: no pickling)."""
+    import gymnasium as gym
+
+    return gym.make(env_id, max_episode_steps=12)
+
+
 def test_envpool_vecenv_flattens_dm_controls_dict_observations():
     """EnvPool's dm_control tasks observe a dict (position, velocity): the VecEnv hands SB3 one float32
     vector in the space's key order, resets included (was: SB3 refused the dict for MlpPolicy)."""
@@ -147,7 +183,7 @@ def test_jax_vecenv_keeps_sb3_semantics(backend, variant, task):
 TINY = TINY_TTR + """
 [[case]]
 task = "cartpole"
-backends = ["gymnasium:dummy", "gymnasium:subproc", "envpool:sync", "gymnax:jit"]
+backends = ["gymnasium:dummy", "gymnasium:subproc", "gymnasium:async", "envpool:sync", "gymnax:jit"]
 trainer = "sb3"
 num_envs = 4
 threshold = 475.0
@@ -220,6 +256,7 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
     assert set(keys) == {
         "ppo-sb3-gymnasium-dummy-cartpole-n4",
         "ppo-sb3-gymnasium-subproc-cartpole-n4",
+        "ppo-sb3-gymnasium-async-cartpole-n4",
         "ppo-sb3-envpool-sync-cartpole-n4",
         "ppo-sb3-gymnax-jit-cartpole-n4",
         "ppo-brax_ppo-brax-positional-inverted_pendulum-n8",

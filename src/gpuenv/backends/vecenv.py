@@ -73,3 +73,35 @@ class JaxVecEnv(NoSubEnvs, VecEnv):
 
     def close(self) -> None:
         self._state = None
+
+
+class GymVectorVecEnv(NoSubEnvs, VecEnv):
+    """An SB3 VecEnv over a Gymnasium vector env (SyncVectorEnv, AsyncVectorEnv) in same-step autoreset:
+    the step that ends an episode returns the reset observation, the final one in infos["final_obs"]
+    where infos["_final_obs"] is set."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
+        self.env = env
+        self._actions: Any = None
+
+    def reset(self) -> np.ndarray:
+        seeds = [s for s in self._seeds if s is not None]
+        obs, _ = self.env.reset(seed=seeds if len(seeds) == self.num_envs else None)
+        self._reset_seeds()
+        self._reset_options()
+        return np.array(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        obs, reward, term, trunc, info = self.env.step(self._actions)
+        term, trunc = np.asarray(term, dtype=bool), np.asarray(trunc, dtype=bool)
+        dones = term | trunc
+        mask = info.get("_final_obs")
+        finals = ((i, np.array(info["final_obs"][i])) for i in np.flatnonzero(mask)) if mask is not None else ()
+        return np.array(obs), np.asarray(reward, dtype=np.float32), dones, sb3_infos(self.num_envs, dones, trunc & ~term, finals)
+
+    def close(self) -> None:
+        self.env.close()

@@ -21,8 +21,8 @@ BACKEND = Backend(
     variant_notes={
         "subproc": "SB3 SubprocVecEnv, one process per env (the baseline speedups are quoted against)",
         "dummy": "SB3 DummyVecEnv, all envs in one process, stepped in turn",
-        "sync": "Gymnasium SyncVectorEnv (next-step autoreset)",
-        "async": "Gymnasium AsyncVectorEnv, one process per env, observations through shared memory (next-step autoreset)",
+        "sync": "Gymnasium SyncVectorEnv (next-step autoreset; PPO trains on it in same-step autoreset)",
+        "async": "Gymnasium AsyncVectorEnv, one process per env, observations through shared memory (next-step autoreset; PPO: same-step)",
         "async-noshm": "Gymnasium AsyncVectorEnv, one process per env, observations pickled through pipes (shared_memory=False)",
     },
     baseline="subproc",
@@ -35,5 +35,7 @@ BACKEND = Backend(
     # PufferLib's vectoriser steps the same envs: gpuenv/gymnasium carries it (pufferlib-core locked without its torch pin)
     image=Image("CPU baseline: Gymnasium + MuJoCo + ALE, SB3; PufferLib's vectoriser", ("gymnasium", "ppo", "pufferlib"), None,
                 "docker/gymnasium.Dockerfile", no_deps=(f"pufferlib-core=={PUFFERLIB}",), carries=("pufferlib",)),
-    ppo_env=PpoEnv("gpuenv.backends.gymnasium.ppo:make_vecenv", variants=("dummy", "subproc"), eval_variant="dummy"),
+    # Gymnasium's own vector envs train in same-step autoreset (their throughput is measured in next-step)
+    ppo_env=PpoEnv("gpuenv.backends.gymnasium.ppo:make_vecenv", variants=("dummy", "subproc", "sync", "async", "async-noshm"),
+                   eval_variant="dummy"),
 )

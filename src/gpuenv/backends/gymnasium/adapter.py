@@ -37,6 +37,20 @@ class _EnvFn:
         return env
 
 
+GYM_VECTOR = ("sync", "async", "async-noshm")  # the variants that are Gymnasium's own vector envs
+
+
+def gym_vector(variant: str, fns: list[Any], autoreset: Any) -> tuple[Any, dict[str, Any]]:
+    """Gymnasium's SyncVectorEnv (`sync`) or AsyncVectorEnv (`async`: observations through shared memory,
+    `async-noshm`: pickled through its pipes) over `fns`, in autoreset mode `autoreset`; and its record details."""
+    mode = {gym.vector.AutoresetMode.NEXT_STEP: "next-step", gym.vector.AutoresetMode.SAME_STEP: "same-step"}[autoreset]
+    if variant == "sync":
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset), {"vectoriser": "gymnasium.vector.SyncVectorEnv", "autoreset_mode": mode}
+    shm = variant == "async"
+    env = gym.vector.AsyncVectorEnv(fns, shared_memory=shm, context=START_METHOD, autoreset_mode=autoreset)
+    return env, {"vectoriser": "gymnasium.vector.AsyncVectorEnv", "shared_memory": shm, "start_method": START_METHOD, "autoreset_mode": mode}
+
+
 class GymnasiumStepper(HostLoop):
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False, make: Callable[..., gym.Env] = make_env) -> None:
         limit = NO_TIME_LIMIT if no_time_limit else None
@@ -55,14 +69,9 @@ class GymnasiumStepper(HostLoop):
             self.env = DummyVecEnv(fns)
             details.update(vectoriser="stable_baselines3.DummyVecEnv")
             reset_mode = "same-step autoreset (SB3 VecEnv; final obs in info)"
-        elif case.variant == "sync":
-            self.env = gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
-            details.update(vectoriser="gymnasium.vector.SyncVectorEnv", autoreset_mode="next-step")
-            reset_mode = NEXT_STEP_RESET
-        elif case.variant in ("async", "async-noshm"):
-            shm = case.variant == "async"
-            self.env = gym.vector.AsyncVectorEnv(fns, shared_memory=shm, context=START_METHOD, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
-            details.update(vectoriser="gymnasium.vector.AsyncVectorEnv", shared_memory=shm, start_method=START_METHOD, autoreset_mode="next-step")
+        elif case.variant in GYM_VECTOR:
+            self.env, more = gym_vector(case.variant, fns, gym.vector.AutoresetMode.NEXT_STEP)
+            details.update(more)
             reset_mode = NEXT_STEP_RESET
         else:
             raise ValueError(f"unknown gymnasium variant {case.variant!r}")
