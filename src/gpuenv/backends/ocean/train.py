@@ -31,7 +31,6 @@ from gpuenv.errors import UserError
 CONFIG = {"pufferlib.ocean.breakout.breakout:Breakout": "puffer_breakout", "pufferlib.ocean.cartpole.cartpole:Cartpole": "puffer_cartpole"}
 
 
-
 def check_values(hp: dict, where: str) -> None:
     """Values pufferl would otherwise reject one seed at a time, with a traceback (run where the suite loads)."""
     for k, v in hp.items():
@@ -48,10 +47,9 @@ def check_values(hp: dict, where: str) -> None:
             raise UserError(f"{where}: {k} = {v!r}: pufferl takes {want}")
 
 
-def config(env_name: str) -> dict[str, Any]:
-    """PufferLib's config for the env, as `puffer train <env_name>` reads it with no arguments."""
-    pufferl = _import_pufferl()
-
+def config(pufferl: Any, env_name: str) -> dict[str, Any]:
+    """PufferLib's config for the env, as `puffer train <env_name>` reads it with no arguments (pufferl: the
+    module, from _import_pufferl)."""
     argv = sys.argv
     sys.argv = [argv[0]]  # its parser reads the command line: the worker's is not PufferLib's
     try:
@@ -84,7 +82,7 @@ def train(case, prog) -> dict:  # prog: gpuenv.modes.ttr.train.Progress
     t = prog.phase("import", t)
     native = prog.native
     env_name = CONFIG[native.env_id]
-    args = config(env_name)
+    args = config(pufferl, env_name)
     for key, value in case.hyperparams.items():
         args["train"][key] = value
     args["train"].update(device="cpu", seed=prog.seed, total_timesteps=case.max_env_steps, compile=False)
