@@ -224,7 +224,7 @@ def test_shipped_ppo_suites_load():
         assert mode.name == "time-to-reward" and s.cases, name
     _, smoke = load_any("ppo-smoke", DEFAULT_REGISTRY)
     cartpole = {f"{c.backend}:{c.variant}" for c in smoke.cases if c.task == "cartpole"}
-    assert cartpole == {"gymnasium:dummy", "gymnasium:subproc", "gymnasium:async", "envpool:sync", "gymnax:jit"}
+    assert cartpole == {"gymnasium:dummy", "gymnasium:subproc", "gymnasium:async", "pufferlib:mp", "envpool:sync", "gymnax:jit"}
     assert all(c.threshold == 475 for c in smoke.cases if c.task == "cartpole")
     assert (smoke.run.seeds, smoke.run.pass_min_seeds) == (3, 2)
 

@@ -102,31 +102,37 @@ def test_envpool_vecenv_marks_truncation():
     assert truncated >= 4
 
 
-@pytest.mark.parametrize("variant", ["sync", "async", "async-noshm"])
-def test_gymnasiums_vector_envs_give_sb3_what_its_dummyvecenv_gives(variant):
-    """Gymnasium's own vector envs, made SB3 VecEnvs in same-step autoreset (gpuenv.backends.vecenv.
-    GymVectorVecEnv): under the same seeds and actions, step for step what SB3's DummyVecEnv over the same
-    envs returns, episode ends, final observations and time-limit truncations included."""
-    from gpuenv.backends.gymnasium.ppo import make_vecenv
+@pytest.mark.parametrize(("backend", "variant"), [("gymnasium", "sync"), ("gymnasium", "async"), ("gymnasium", "async-noshm"),
+                                              ("pufferlib", "serial"), ("pufferlib", "mp"), ("pufferlib", "mp-allcores")])
+def test_vectorisers_give_sb3_what_its_dummyvecenv_gives(backend, variant):
+    """Gymnasium's own vector envs (gpuenv.backends.vecenv.GymVectorVecEnv, same-step autoreset) and
+    PufferLib's vectorisers (gpuenv.backends.pufferlib.ppo, its envs reset at once, the final observation
+    through PufferLib's info channel), made SB3 VecEnvs: under the same seeds and actions, step for step
+    what SB3's DummyVecEnv over the same envs returns, episode ends, final observations and time-limit
+    truncations included; and the env resets again (the eval envs' reset at every evaluation)."""
+    from gpuenv.backends.gymnasium.ppo import make_vecenv as dummy
 
-    native = default_registry().native("cartpole", "gymnasium")
-    theirs, _ = make_vecenv("dummy", native, 4, 7, make=gym_limited)
+    need(backend)
+    make_vecenv = resolve(default_registry().get(backend).ppo_env.factory)
+    native = default_registry().native("cartpole", backend)
+    theirs, _ = dummy("dummy", native, 4, 7, make=gym_limited)
     ours, details = make_vecenv(variant, native, 4, 7, make=gym_limited)
     assert details["autoreset_mode"] == "same-step"
     rng = np.random.default_rng(0)
-    np.testing.assert_array_equal(ours.reset(), theirs.reset())
-    ended = truncated = 0
-    for _ in range(60):
-        actions = rng.integers(0, 2, 4)
-        a, b = ours.step(actions), theirs.step(actions)
-        for x, y in zip(a[:3], b[:3]):
-            np.testing.assert_array_equal(x, y)
-        for i in np.flatnonzero(b[2]):
-            ended += 1
-            truncated += b[3][i]["TimeLimit.truncated"]
-            assert a[3][i]["TimeLimit.truncated"] == b[3][i]["TimeLimit.truncated"]
-            np.testing.assert_array_equal(a[3][i]["terminal_observation"], b[3][i]["terminal_observation"])
-    assert ended >= 8 and 0 < truncated < ended  # both ways of ending came up
+    for _ in range(2):
+        np.testing.assert_array_equal(ours.reset(), theirs.reset())
+        ended = truncated = 0
+        for _ in range(60):
+            actions = rng.integers(0, 2, 4)
+            a, b = ours.step(actions), theirs.step(actions)
+            for x, y in zip(a[:3], b[:3]):
+                np.testing.assert_array_equal(x, y)
+            for i in np.flatnonzero(b[2]):
+                ended += 1
+                truncated += b[3][i]["TimeLimit.truncated"]
+                assert a[3][i]["TimeLimit.truncated"] == b[3][i]["TimeLimit.truncated"]
+                np.testing.assert_array_equal(a[3][i]["terminal_observation"], b[3][i]["terminal_observation"])
+        assert ended >= 8 and 0 < truncated < ended  # both ways of ending came up
     ours.close()
     theirs.close()
 
@@ -183,7 +189,7 @@ def test_jax_vecenv_keeps_sb3_semantics(backend, variant, task):
 TINY = TINY_TTR + """
 [[case]]
 task = "cartpole"
-backends = ["gymnasium:dummy", "gymnasium:subproc", "gymnasium:async", "envpool:sync", "gymnax:jit"]
+backends = ["gymnasium:dummy", "gymnasium:subproc", "gymnasium:async", "pufferlib:mp", "envpool:sync", "gymnax:jit"]
 trainer = "sb3"
 num_envs = 4
 threshold = 475.0
@@ -245,7 +251,7 @@ n_epochs = 1
 
 
 def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
-    for b in ("gymnasium", "envpool", "brax", "mjx", "gymnax"):
+    for b in ("gymnasium", "pufferlib", "envpool", "brax", "mjx", "gymnax"):
         need(b)
     suite = write_suite(tmp_path / "tiny.toml", TINY)
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), timeout=1500)
@@ -257,6 +263,7 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
         "ppo-sb3-gymnasium-dummy-cartpole-n4",
         "ppo-sb3-gymnasium-subproc-cartpole-n4",
         "ppo-sb3-gymnasium-async-cartpole-n4",
+        "ppo-sb3-pufferlib-mp-cartpole-n4",
         "ppo-sb3-envpool-sync-cartpole-n4",
         "ppo-sb3-gymnax-jit-cartpole-n4",
         "ppo-brax_ppo-brax-positional-inverted_pendulum-n8",

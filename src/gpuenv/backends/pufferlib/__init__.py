@@ -16,7 +16,7 @@ environment: gpuenv.backends.ocean).
 from __future__ import annotations
 
 from gpuenv.backends._gym_tasks import CLASSIC_AND_MUJOCO_V5, pong
-from gpuenv.backends.spec import Backend
+from gpuenv.backends.spec import Backend, PpoEnv
 
 VERSION = "3.0.23"
 
@@ -44,4 +44,6 @@ BACKEND = Backend(
         **{k: v for k, v in CLASSIC_AND_MUJOCO_V5.items()},
         "pong": pong("ALE/Pong-v5", "Gymnasium's Pong with the gymnasium backend's preprocessing (EnvPool's, in Python)"),
     },
+    # SB3 steps every env at once (not mp-async's half batches), in same-step autoreset (pufferlib.ppo)
+    ppo_env=PpoEnv("gpuenv.backends.pufferlib.ppo:make_vecenv", variants=("serial", "mp", "mp-allcores"), eval_variant="serial"),
 )

@@ -61,24 +61,38 @@ def workers_for(num_envs: int, variant: str) -> int:
     return w
 
 
+def vectorise(variant: str, num_envs: int, seed: int, creators: Any) -> tuple[Any, int, dict[str, Any]]:
+    """(PufferLib vector env, its batch, details for the record) for a variant: one creator for every
+    env, or a list of one creator per env. Shared by the stepper and the PPO env (pufferlib.ppo)."""
+    n = num_envs
+    details: dict[str, Any] = {"pufferlib": _version(), "distribution": DISTRIBUTION}
+    if not isinstance(creators, list):
+        creators = [creators] * n
+    args: dict[str, Any] = {"env_args": [[]] * n, "env_kwargs": [{}] * n, "num_envs": n, "seed": seed}
+    if variant == "serial":
+        details.update(vectoriser="pufferlib.vector.Serial")
+        return pufferlib.vector.make(creators, backend=pufferlib.vector.Serial, **args), n, details  # one send steps every env
+    if variant == "mp-async" and n % 2:
+        raise ValueError(f"pufferlib mp-async: num_envs {n} is odd; its batch is half the envs: use an even num_envs")
+    workers = workers_for(n, variant)
+    batch = n // 2 if variant == "mp-async" else n
+    env = pufferlib.vector.make(creators, backend=pufferlib.vector.Multiprocessing, num_workers=workers, batch_size=batch, **args)
+    details.update(vectoriser="pufferlib.vector.Multiprocessing", num_workers=workers, envs_per_worker=n // workers,
+                   batch_size=batch, zero_copy=True, physical_cores=psutil.cpu_count(logical=False), usable_cores=usable_cores())
+    return env, batch, details
+
+
+def close_vector(env: Any) -> None:
+    env.close()
+    for p in getattr(env, "processes", ()):  # PufferLib terminates its workers; reap them
+        p.join(timeout=5)
+
+
 class PufferStepper:
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
         n = case.num_envs
         creator = functools.partial(_make_one, native.env_id, NO_TIME_LIMIT if no_time_limit else None)
-        details: dict[str, Any] = {"pufferlib": _version(), "distribution": DISTRIBUTION}
-        if case.variant == "serial":
-            self.env = pufferlib.vector.make(creator, backend=pufferlib.vector.Serial, num_envs=n, seed=case.seed)
-            self.batch = n  # one send steps every env
-            details.update(vectoriser="pufferlib.vector.Serial")
-        else:
-            if case.variant == "mp-async" and n % 2:
-                raise ValueError(f"pufferlib mp-async: num_envs {n} is odd; its batch is half the envs: use an even num_envs")
-            workers = workers_for(n, case.variant)
-            self.batch = n // 2 if case.variant == "mp-async" else n
-            self.env = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=n, num_workers=workers,
-                                             batch_size=self.batch, seed=case.seed)
-            details.update(vectoriser="pufferlib.vector.Multiprocessing", num_workers=workers, envs_per_worker=n // workers,
-                           batch_size=self.batch, zero_copy=True, physical_cores=psutil.cpu_count(logical=False), usable_cores=usable_cores())
+        self.env, self.batch, details = vectorise(case.variant, n, case.seed, creator)
         # each send() steps exactly the batch recv() handed out: chunk_steps x n env steps per chunk
         self.calls_per_chunk = case.chunk_steps * n // self.batch
         try:
@@ -117,9 +131,7 @@ class PufferStepper:
         timed values (at most one call of a value's calls: the same in every value)."""
 
     def close(self) -> None:
-        self.env.close()
-        for p in getattr(self.env, "processes", ()):  # PufferLib terminates its workers; reap them
-            p.join(timeout=5)
+        close_vector(self.env)
 
 
 def _version() -> str:
