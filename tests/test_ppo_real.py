@@ -102,43 +102,72 @@ def test_envpool_vecenv_marks_truncation():
     assert truncated >= 4
 
 
-@pytest.mark.parametrize(("backend", "variant"), [("gymnasium", "sync"), ("gymnasium", "async"), ("gymnasium", "async-noshm"),
-                                              ("pufferlib", "serial"), ("pufferlib", "mp"), ("pufferlib", "mp-allcores")])
-def test_vectorisers_give_sb3_what_its_dummyvecenv_gives(backend, variant):
+@pytest.mark.parametrize(("backend", "variant", "task"), [
+    ("gymnasium", "sync", "cartpole"), ("gymnasium", "async", "cartpole"), ("gymnasium", "async-noshm", "cartpole"),
+    ("pufferlib", "serial", "cartpole"), ("pufferlib", "mp", "cartpole"), ("pufferlib", "mp-allcores", "cartpole"),
+    ("pufferlib", "mp-allcores", "inverted_pendulum")])
+def test_vectorisers_give_sb3_what_its_dummyvecenv_gives(backend, variant, task, monkeypatch):
     """Gymnasium's own vector envs (gpuenv.backends.vecenv.GymVectorVecEnv, same-step autoreset) and
     PufferLib's vectorisers (gpuenv.backends.pufferlib.ppo, its envs reset at once, the final observation
-    through PufferLib's info channel), made SB3 VecEnvs: under the same seeds and actions, step for step
-    what SB3's DummyVecEnv over the same envs returns, episode ends, final observations and time-limit
-    truncations included; and the env resets again (the eval envs' reset at every evaluation)."""
+    through PufferLib's info channel), made SB3 VecEnvs: under the same seeds and actions (discrete, and
+    continuous on InvertedPendulum), step for step what SB3's DummyVecEnv over the same envs returns,
+    episode ends, final observations and time-limit truncations included; and again after a second
+    reset (the eval envs' reset at every evaluation). PufferLib's Multiprocessing runs as on 2 cores
+    whatever this machine has: mp one worker of 4 envs, mp-allcores 2 workers of 2 (seeds that would
+    repeat across workers)."""
     from gpuenv.backends.gymnasium.ppo import make_vecenv as dummy
+    from gpuenv.backends.pufferlib import adapter
 
     need(backend)
+    monkeypatch.setattr(adapter, "usable_cores", lambda: 2)
     make_vecenv = resolve(default_registry().get(backend).ppo_env.factory)
-    native = default_registry().native("cartpole", backend)
+    native = default_registry().native(task, backend)
     theirs, _ = dummy("dummy", native, 4, 7, make=gym_limited)
     ours, details = make_vecenv(variant, native, 4, 7, make=gym_limited)
-    assert details["autoreset_mode"] == "same-step"
-    rng = np.random.default_rng(0)
-    for _ in range(2):
-        np.testing.assert_array_equal(ours.reset(), theirs.reset())
-        ended = truncated = 0
-        for _ in range(60):
-            actions = rng.integers(0, 2, 4)
-            a, b = ours.step(actions), theirs.step(actions)
-            for x, y in zip(a[:3], b[:3]):
-                np.testing.assert_array_equal(x, y)
-            for i in np.flatnonzero(b[2]):
-                ended += 1
-                truncated += b[3][i]["TimeLimit.truncated"]
-                assert a[3][i]["TimeLimit.truncated"] == b[3][i]["TimeLimit.truncated"]
-                np.testing.assert_array_equal(a[3][i]["terminal_observation"], b[3][i]["terminal_observation"])
-        assert ended >= 8 and 0 < truncated < ended  # both ways of ending came up
-    ours.close()
-    theirs.close()
+    try:
+        assert details["autoreset_mode"] == "same-step"
+        if variant.startswith("mp"):
+            assert (details["num_workers"], details["envs_per_worker"]) == ((1, 4) if variant == "mp" else (2, 2))
+        space, rng = theirs.action_space, np.random.default_rng(0)
+        for _ in range(2):
+            np.testing.assert_array_equal(ours.reset(), theirs.reset())
+            ended = truncated = 0
+            for _ in range(60):
+                actions = rng.integers(0, 2, 4) if hasattr(space, "n") else rng.uniform(space.low, space.high, (4, *space.shape)).astype(np.float32)
+                a, b = ours.step(actions), theirs.step(actions)
+                assert a[0].dtype == b[0].dtype and a[1].dtype == np.float32 and a[2].dtype == bool
+                for x, y in zip(a[:3], b[:3]):
+                    np.testing.assert_array_equal(x, y)
+                for i in np.flatnonzero(b[2]):
+                    ended += 1
+                    truncated += b[3][i]["TimeLimit.truncated"]
+                    assert a[3][i]["TimeLimit.truncated"] == b[3][i]["TimeLimit.truncated"]
+                    np.testing.assert_array_equal(a[3][i]["terminal_observation"], b[3][i]["terminal_observation"])
+            assert ended >= 8 and 0 < truncated < ended  # both ways of ending came up
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_pufferlib_worker_that_dies_is_an_error_not_a_hang(monkeypatch):
+    """PufferLib's workers spin on shared-memory flags and are not daemons: a worker whose env fails
+    would leave recv() spinning for ever. The VecEnv raises instead, and leaves no process behind."""
+    from gpuenv.backends.pufferlib import adapter
+    from gpuenv.backends.pufferlib.ppo import make_vecenv
+
+    need("pufferlib")
+    monkeypatch.setattr(adapter, "usable_cores", lambda: 2)
+    venv, _ = make_vecenv("mp", default_registry().native("cartpole", "pufferlib"), 2, 0, make=gym_limited)
+    venv.reset()
+    for p in venv.vec.processes:
+        p.kill()
+    with pytest.raises(RuntimeError, match="a PufferLib worker process exited"):
+        venv.step(np.zeros(2, np.int64))
+    assert all(not p.is_alive() for p in venv.vec.processes)
 
 
 def gym_limited(env_id, max_episode_steps=None):
-    """CartPole with a 12-step limit, so time-limit truncations come up beside falls (fork: no pickling)."""
+    """The task with a 12-step limit, so time-limit truncations come up beside falls (fork: no pickling)."""
     import gymnasium as gym
 
     return gym.make(env_id, max_episode_steps=12)

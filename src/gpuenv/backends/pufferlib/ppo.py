@@ -1,9 +1,10 @@
 """The pufferlib backend's batched env for the shared SB3 PPO trainer. Imported only in training workers.
 
-PufferLib's vectoriser resets an env on the step *after* its episode ends: that step ignores its
-action and returns the reset observation with reward 0, and no final observation is kept (the trap
-raw EnvPool has: wrapped naively, SB3 learns from one spurious transition per episode and cannot
-bootstrap a time-limit truncation). PufferLib's own trainer is built for it; SB3 is not.
+PufferLib's vectoriser resets an env on the step *after* its episode ends: the step that ends returns
+the final observation, and the next one ignores its action and returns the reset observation with
+reward 0 (the trap raw EnvPool has: wrapped naively, SB3 learns from one spurious transition per
+episode and gets no terminal observation to bootstrap a time-limit truncation from). PufferLib's own
+trainer is built for it; SB3 is not.
 
 So for training each env is a SameStepPufferEnv: PufferLib's GymnasiumPufferEnv that resets at once
 on the step that ends an episode. It writes the reset observation into PufferLib's shared buffer
@@ -15,14 +16,21 @@ keeps PufferLib's own next-step reset (gpuenv.backends.pufferlib.adapter).
 
 Seeds: env i takes seed + i at its first reset, as in SB3's DummyVecEnv; PufferLib's Multiprocessing
 would seed worker w's env j with seed + w + j, the same seed in more than one env.
+
+PufferLib's workers are not daemon processes and spin on shared-memory flags: a worker that dies
+leaves recv() spinning for ever, and one never closed makes the interpreter's exit wait for ever.
+PufferVecEnv waits on the flags itself, raising once a worker has exited, and closes at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 from typing import Any
 
 import numpy as np
 import pufferlib.emulation
+import pufferlib.spaces
+import pufferlib.vector
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from gpuenv.backends._common import sb3_infos
@@ -37,12 +45,12 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int, make
     import functools
 
     from gpuenv.backends._gym_make import make_env
-    from gpuenv.backends.pufferlib.adapter import vectorise
+    from gpuenv.backends.pufferlib.adapter import close_vector, vectorise
 
     creators = [functools.partial(SameStepPufferEnv, native.env_id, make or make_env, i, seed + i) for i in range(num_envs)]
     vec, batch, details = vectorise(variant, num_envs, seed, creators)
     if batch != num_envs:  # SB3 steps every env at once
-        vec.close()
+        close_vector(vec)
         raise ValueError(f"pufferlib {variant}: SB3 steps every env at once; its batch of {batch} of {num_envs} envs cannot train")
     details.update(autoreset_mode="same-step", autoreset="gpuenv SameStepPufferEnv: reset on the step that ends; final observation through PufferLib's info channel",
                    seeds=f"env i: {seed} + i")
@@ -76,19 +84,37 @@ class PufferVecEnv(NoSubEnvs, VecEnv):
     def __init__(self, vec: Any) -> None:
         super().__init__(vec.num_envs, vec.single_observation_space, vec.single_action_space)
         self.vec = vec
-        self._dtype = np.int32 if hasattr(vec.single_action_space, "n") else np.float32  # PufferLib's transport dtype
+        space = vec.single_action_space  # PufferLib's transport dtype: int32 for discrete actions
+        self._dtype = space.dtype if isinstance(space, pufferlib.spaces.Box) else np.int32
         self._actions: Any = None
+        self._closed = False
+        atexit.register(self.close)  # before multiprocessing's exit handler joins the workers (last in, first run)
+
+    def _wait(self) -> None:
+        """Until every Multiprocessing worker is done with what it was sent; raises if one has exited."""
+        procs = getattr(self.vec, "processes", None)
+        if not procs:
+            return
+        semaphores, spins = self.vec.buf["semaphores"], 0
+        while (semaphores < pufferlib.vector.MAIN).any():
+            spins += 1
+            if spins % 4096 == 0 and any(p.exitcode is not None for p in procs):
+                codes = [p.exitcode for p in procs]
+                self.close()
+                raise RuntimeError(f"a PufferLib worker process exited (exit codes {codes}); its env failed")
 
     def reset(self) -> np.ndarray:
-        # PufferLib's Multiprocessing.async_reset reads once more the infos its recv() already read (a
-        # worker's semaphore stays INFO), so a second reset after an episode ended hangs (pufferlib-core
-        # 3.0.23 and PufferAI's 3.0.0 alike). Between two of these steps no worker is busy: mark them read.
+        self._wait()
         semaphores = getattr(self.vec, "buf", {}).get("semaphores")
         if semaphores is not None:
-            import pufferlib.vector
-
-            semaphores[semaphores == pufferlib.vector.INFO] = pufferlib.vector.MAIN
+            # PufferLib's Multiprocessing.async_reset reads again an info its recv() has already read (the
+            # worker's flag stays INFO, and every reset sends one), so a second reset hangs (pufferlib-core
+            # 3.0.23 and PufferAI's 3.0.0 alike). Every worker is idle here: mark what was read as read.
+            for w in np.flatnonzero(semaphores == pufferlib.vector.INFO):
+                if not self.vec.recv_pipes[w].poll():
+                    semaphores[w] = pufferlib.vector.MAIN
         self.vec.async_reset(0)  # the envs seed themselves (SameStepPufferEnv)
+        self._wait()
         obs = np.array(self.vec.recv()[0])
         self._reset_seeds()
         self._reset_options()
@@ -99,6 +125,7 @@ class PufferVecEnv(NoSubEnvs, VecEnv):
 
     def step_wait(self):
         self.vec.send(self._actions)
+        self._wait()
         obs, reward, terminal, truncated, _teacher, infos, _ids, _masks = self.vec.recv()
         terminal, truncated = np.array(terminal, dtype=bool), np.array(truncated, dtype=bool)
         dones = terminal | truncated
@@ -106,6 +133,10 @@ class PufferVecEnv(NoSubEnvs, VecEnv):
         return np.array(obs), np.array(reward, dtype=np.float32), dones, sb3_infos(self.num_envs, dones, truncated & ~terminal, finals)
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
         from gpuenv.backends.pufferlib.adapter import close_vector
 
         close_vector(self.vec)
