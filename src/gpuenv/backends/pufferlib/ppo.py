@@ -25,6 +25,7 @@ PufferVecEnv waits on the flags itself, raising once a worker has exited, and cl
 from __future__ import annotations
 
 import atexit
+import functools
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,8 @@ import pufferlib.vector
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from gpuenv.backends._common import sb3_infos
+from gpuenv.backends._gym_make import make_env
+from gpuenv.backends.pufferlib.adapter import close_vector, vectorise
 from gpuenv.backends.spec import NativeTask
 from gpuenv.backends.vecenv import NoSubEnvs
 
@@ -42,11 +45,6 @@ FINAL_OBS, ENV_INDEX = "final_obs", "gpuenv_env"
 
 def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int, make: Any = None):
     """(SB3 VecEnv, details for the record). `make`: how one Gymnasium env is built (default: the catalogue's)."""
-    import functools
-
-    from gpuenv.backends._gym_make import make_env
-    from gpuenv.backends.pufferlib.adapter import close_vector, vectorise
-
     creators = [functools.partial(SameStepPufferEnv, native.env_id, make or make_env, i, seed + i) for i in range(num_envs)]
     vec, batch, details = vectorise(variant, num_envs, seed, creators)
     if batch != num_envs:  # SB3 steps every env at once
@@ -87,26 +85,26 @@ class PufferVecEnv(NoSubEnvs, VecEnv):
         space = vec.single_action_space  # PufferLib's transport dtype: int32 for discrete actions
         self._dtype = space.dtype if isinstance(space, pufferlib.spaces.Box) else np.int32
         self._actions: Any = None
+        # Multiprocessing's workers and their flags (Serial steps in this process: nothing to wait on)
+        self._procs = vec.processes if isinstance(vec, pufferlib.vector.Multiprocessing) else []
         self._closed = False
         atexit.register(self.close)  # before multiprocessing's exit handler joins the workers (last in, first run)
 
     def _wait(self) -> None:
         """Until every Multiprocessing worker is done with what it was sent; raises if one has exited."""
-        procs = getattr(self.vec, "processes", None)
-        if not procs:
+        if not self._procs:
             return
         semaphores, spins = self.vec.buf["semaphores"], 0
         while (semaphores < pufferlib.vector.MAIN).any():
             spins += 1
-            if spins % 4096 == 0 and any(p.exitcode is not None for p in procs):
-                codes = [p.exitcode for p in procs]
+            if spins % 4096 == 0 and any(p.exitcode is not None for p in self._procs):
+                codes = [p.exitcode for p in self._procs]
                 self.close()
                 raise RuntimeError(f"a PufferLib worker process exited (exit codes {codes}); its env failed")
 
     def reset(self) -> np.ndarray:
-        self._wait()
-        semaphores = getattr(self.vec, "buf", {}).get("semaphores")
-        if semaphores is not None:
+        if self._procs:
+            semaphores = self.vec.buf["semaphores"]
             # PufferLib's Multiprocessing.async_reset reads again an info its recv() has already read (the
             # worker's flag stays INFO, and every reset sends one), so a second reset hangs (pufferlib-core
             # 3.0.23 and PufferAI's 3.0.0 alike). Every worker is idle here: mark what was read as read.
@@ -137,6 +135,4 @@ class PufferVecEnv(NoSubEnvs, VecEnv):
             return
         self._closed = True
         atexit.unregister(self.close)
-        from gpuenv.backends.pufferlib.adapter import close_vector
-
         close_vector(self.vec)
