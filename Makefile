@@ -14,18 +14,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[cpu,test]"
-	@# godot backend: godot-rl's client only (it needs numpy and gymnasium); its pins (SB3<=2.4,
-	@# gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps. And Debian's
-	@# headless Godot 3.2 where this user can install it.
+	@# godot backends: godot-rl's client only (it needs numpy and gymnasium); its pins (SB3<=2.4,
+	@# gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps.
 	$(BIN)/pip install --quiet --no-deps "godot-rl==0.8.2"
 	@# gymnax backend: gymnax pins gymnasium<1.4 for a helper gpuenv does not use; the modules its
 	@# import needs come with the gymnax extra (in cpu)
 	$(BIN)/pip install --quiet --no-deps "gymnax==1.0.1"
 	@# pufferlib backend: pufferlib-core pins torch==2.9.0 for a CUDA kernel its vectoriser never imports
 	$(BIN)/pip install --quiet --no-deps "pufferlib-core==3.0.23"
-	@command -v godot3-server >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends godot3-server) >/dev/null; } \
-		|| echo "godot3-server not installed: the godot backend is listed as unavailable (apt-get install godot3-server)"
+	@# The Debian packages the backends declare (SystemPackage: Godot 3.2's server, debootstrap for Godot 4's
+	@# runtime, Genesis's OpenGL libraries, Ocean's compilers), with apt-get as root; else one line per
+	@# backend says what is missing and the command (`gpuenv system` lists them)
+	$(GPUENV) system --install
 	@# godot4 backend: Debian sid's Godot 4.6, debootstrapped into /opt/gpuenv-godot4 (about 600 MB, a
 	@# minute) and run through sid's own loader, where this user can (root and debootstrap); else it says how.
 	$(BIN)/python -m gpuenv.backends.godot4.install

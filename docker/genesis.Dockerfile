@@ -11,11 +11,12 @@ ARG GIT_SHA=unknown
 ARG GIT_DIRTY=""
 ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
-# Genesis needs OpenGL's libraries even headless (it always builds an offscreen renderer), and X's
-# XRender library (its viewer's pyglet binds it at import; without it: "'NoneType' object has no
-# attribute 'XRenderFindVisualFormat'").
-# hadolint ignore=DL3008
-RUN apt-get update && apt-get install -y --no-install-recommends libgl1 libegl1 libxrender1 && rm -rf /var/lib/apt/lists/*
+# The Debian packages the genesis backend declares (SystemPackage in gpuenv.backends.genesis: OpenGL's
+# libraries, which Genesis needs even headless, and X's XRender), passed by `gpuenv images build` and the bake file.
+ARG SYSTEM_PACKAGES
+# hadolint ignore=DL3008,SC2086
+RUN test -n "$SYSTEM_PACKAGES" || { echo "SYSTEM_PACKAGES is empty: build with gpuenv images build genesis"; exit 1; }; \
+    apt-get update && apt-get install -y --no-install-recommends $SYSTEM_PACKAGES && rm -rf /var/lib/apt/lists/*
 ARG LOCK=docker/locks/genesis.txt
 ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \

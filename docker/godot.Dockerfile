@@ -24,9 +24,13 @@ ARG VERSION_SET=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
       org.gpuenv.backend="godot4"
 
-# Debian bookworm's headless Godot 3.2 server, at the version the godot backend was measured with.
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends godot3-server=3.2.3-stable-1+b3 \
+# The Debian packages its backends declare (SystemPackage in gpuenv.backends.godot: bookworm's headless
+# Godot 3.2 server, at the version the godot backend was measured with), passed by `gpuenv images build`.
+ARG SYSTEM_PACKAGES
+# hadolint ignore=SC2086
+RUN test -n "$SYSTEM_PACKAGES" || { echo "SYSTEM_PACKAGES is empty: build with gpuenv images build godot"; exit 1; }; \
+    apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $SYSTEM_PACKAGES \
     && rm -rf /var/lib/apt/lists/*
 
 # Godot 4 with sid's libc and libraries, run through sid's own loader (the godot4 launcher below).

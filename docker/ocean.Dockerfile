@@ -31,18 +31,21 @@ RUN --mount=type=bind,source=docker/wheels,target=/wheels \
 
 # pufferlib 3.0.0 from its sha256-checked sdist, without the GitHub downloads its setup.py makes
 # (gpuenv.backends.ocean.build, standard library only: it runs before gpuenv's source is copied in, so a
-# change to gpuenv does not rebuild it). gcc builds the C envs and g++ the torch extension (pufferlib._C),
-# with Python's headers where the base lacks them (Debian's python3-dev on the local debootstrapped base;
-# python:3.11-slim has its own); all are removed in the same layer.
+# change to gpuenv does not rebuild it). BUILD_PACKAGES are the build-role Debian packages the ocean backend
+# declares (SystemPackage in gpuenv.backends.ocean: gcc for the C envs, g++ for the torch extension
+# pufferlib._C, libc's headers, Python's headers, passed by `gpuenv images build`); python3-dev is left out where
+# the base has Python.h of its own (python:3.11-slim); all are removed in the same layer.
 COPY src/gpuenv/backends/ocean/build.py /opt/gpuenv/ocean_build.py
-# hadolint ignore=DL3008,SC2016
+ARG BUILD_PACKAGES
+# hadolint ignore=DL3008,SC2016,SC2086
 RUN --mount=type=secret,id=pipcert \
+    test -n "$BUILD_PACKAGES" || { echo "BUILD_PACKAGES is empty: build with gpuenv images build ocean"; exit 1; }; \
     if [ -f /run/secrets/pipcert ]; then export SSL_CERT_FILE=/run/secrets/pipcert; fi; \
-    dev=""; \
-    [ -f "$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || dev=python3-dev; \
-    apt-get update && apt-get install -y --no-install-recommends gcc g++ libc6-dev ${dev:+"$dev"} \
+    pkgs="$BUILD_PACKAGES"; \
+    [ ! -f "$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || pkgs="$(echo " $pkgs " | sed 's/ python3-dev / /')"; \
+    apt-get update && apt-get install -y --no-install-recommends $pkgs \
     && python /opt/gpuenv/ocean_build.py /tmp/downloads \
-    && apt-get purge -y --auto-remove gcc g++ libc6-dev ${dev:+"$dev"} && rm -rf /var/lib/apt/lists/* /tmp/downloads /opt/gpuenv/ocean_build.py
+    && apt-get purge -y --auto-remove $pkgs && rm -rf /var/lib/apt/lists/* /tmp/downloads /opt/gpuenv/ocean_build.py
 
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src

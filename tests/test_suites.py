@@ -55,11 +55,12 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
         "envpool:sync", "playground:jax", "playground:jax-dmc"}
     isaac = plan(load_suite(REG.get("isaaclab").suite, REG), REG)
     assert {(pc.case.task, pc.case.variant) for pc in isaac.items} == {("cartpole", "newton_mjwarp"), ("ant", "newton_mjwarp")}
-    assert all(pc.measure.processes >= 3 for pc in q.items)
-    # make bench shows where the rate goes for EnvPool, Gymnasium and Brax (issue 16), and measures the
-    # training model's parts (collect, learn) for halfcheetah and for cartpole at ppo-smoke's size (issue 28)
+    # two processes a case (asv's default) keep make bench within 15 min on the slower VM (issue 48); throughput keeps 3+
+    assert all(pc.measure.processes == 2 for pc in q.items)
+    # make bench shows where the rate goes for EnvPool and Gymnasium (issue 16; Brax's SB3 loop is the throughput suite's,
+    # issue 48), and measures the training model's parts (collect, learn) for halfcheetah and cartpole at ppo-smoke's size (issue 28)
     phased = {pc.case.backend for pc in q.items if set(pc.measure.phases) == {"step", "vecenv", "inference", "collect", "learn"}}
-    assert phased == {"gymnasium", "envpool", "brax"}
+    assert phased == {"gymnasium", "envpool"}
     parts = {(f"{pc.case.backend}:{pc.case.variant}", pc.case.task, pc.case.num_envs) for pc in q.items if {"collect", "learn"} <= set(pc.measure.phases)}
     assert {("gymnasium:dummy", "cartpole", 8), ("gymnasium:subproc", "cartpole", 8), ("envpool:sync", "cartpole", 8),
             ("envpool:sync", "halfcheetah", 8)} <= parts

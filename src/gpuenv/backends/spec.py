@@ -9,6 +9,7 @@ module names a backend.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import shutil
@@ -40,6 +41,66 @@ class NativeTask:
         d = asdict(self)
         d["obs_shape"] = list(self.obs_shape)
         return d
+
+
+# Where a library's soname is looked for (Debian's multiarch folders first), where ldconfig's cache does not list it
+_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/aarch64-linux-gnu",
+                 "/usr/lib64", "/lib64", "/usr/lib", "/lib")
+ROLES = ("run", "build", "install")
+
+
+@dataclass(frozen=True)
+class SystemPackage:
+    """A Debian package a backend needs beyond its Python packages, declared beside them: `make install`
+    (`gpuenv system --install`), `gpuenv list`, `.ci/run` and the backend's image all read this one line.
+
+    provides: how to tell it is there without asking dpkg (a user may have it from elsewhere):
+      "command:NAME" an executable on PATH; "library:SONAME" a shared library the loader finds;
+      "python-headers" Python.h of this interpreter (C extensions built against it).
+    role: "run", its simulator needs it whenever it runs (its image installs it); "build", building its Python
+      environment needs it (its image installs it in the build layer only, and an image that is the environment
+      needs it no more); "install", `make install`'s own step for the backend needs it (the image gets what that
+      step makes from a build stage instead: Godot 4's runtime tree, debootstrapped)."""
+
+    name: str  # the Debian package
+    provides: str
+    why: str  # what the backend needs it for, said where it is missing
+    role: str = "run"
+    image_version: str = ""  # the Debian version its image pins (the version its records were measured with); "" any
+
+    def __post_init__(self) -> None:
+        kind, _, what = self.provides.partition(":")
+        if self.role not in ROLES or kind not in ("command", "library", "python-headers") or (kind != "python-headers") != bool(what):
+            raise ValueError(f"SystemPackage {self.name}: role one of {ROLES}, provides 'command:NAME', 'library:SONAME' "
+                             f"or 'python-headers' (got role {self.role!r}, provides {self.provides!r})")
+
+    def present(self) -> bool:
+        kind, _, what = self.provides.partition(":")
+        if kind == "command":
+            return shutil.which(what) is not None
+        if kind == "library":
+            return what in _ldconfig_sonames() or any(Path(d, what).exists() for d in _LIBRARY_DIRS)
+        import sysconfig
+
+        return Path(sysconfig.get_paths()["include"], "Python.h").is_file()
+
+    def apt_name(self, pinned: bool = False) -> str:
+        return f"{self.name}={self.image_version}" if pinned and self.image_version else self.name
+
+
+@functools.cache
+def _ldconfig_sonames() -> frozenset[str]:
+    """The sonames ldconfig's cache lists (read once per process; empty where there is no ldconfig)."""
+    import subprocess
+
+    exe = shutil.which("ldconfig") or ("/sbin/ldconfig" if Path("/sbin/ldconfig").exists() else None)
+    if exe is None:
+        return frozenset()
+    try:
+        out = subprocess.run([exe, "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(line.split()[0] for line in out.splitlines()[1:] if line.strip())
 
 
 @dataclass(frozen=True)
@@ -155,6 +216,7 @@ class Backend:
     trainers: tuple[Trainer, ...] = ()  # native trainers
     worker_env: str | None = None  # "module:function"() -> env vars its workers need (a compile cache ...)
     programs: tuple[str, ...] = ()  # executables it starts, found on PATH (a simulator server binary)
+    system: tuple[SystemPackage, ...] = ()  # Debian packages it needs (SystemPackage: make install, list, .ci/run, its image)
     suite: str = "quick"  # the suite `make bench-<name>` runs
     decision_row: str = ""  # the row of the course's decision table that names it (gpuenv.decide.ROWS): "course", "configs"
 
@@ -173,19 +235,38 @@ class Backend:
             p for p in self.programs if shutil.which(p) is None
         ]
 
+    def system_needed(self, roles: tuple[str, ...] = ("run", "build")) -> tuple[SystemPackage, ...]:
+        """Its Debian packages of those roles; "build" ones not where this interpreter is its environment already
+        (its image: built, and the compiler purged)."""
+        own = "build" in roles and self.environment is not None and self.in_own_image()
+        return tuple(p for p in self.system if p.role in roles and not (own and p.role == "build"))
+
+    def missing_system(self) -> list[SystemPackage]:
+        """The Debian packages it needs to run here (run and build roles) that are not here."""
+        return [p for p in self.system_needed() if not p.present()]
+
+    def system_line(self, missing: list[SystemPackage]) -> str:
+        """'<backend> needs Debian packages ... : apt-get install ...', for those missing."""
+        whys = "; ".join(f"{p.name} ({p.why})" for p in missing)
+        return (f"{self.name} needs Debian's {whys}: apt-get install {' '.join(p.name for p in missing)} "
+                "(`make install` installs them as root)")
+
     def unavailable_reason(self) -> str | None:
+        system = self.missing_system()
         if self.environment is not None:
             import os
 
             image = os.environ.get("GPUENV_IMAGE")
             if image and not self.in_own_image():
                 return f"{self.name} runs in its own environment, not in this image (gpuenv/{image}): use its image (make bench-{self.name})"
-            return None  # its libraries live in its own environment (this interpreter's, or built on first use)
+            # its libraries live in its own environment (this interpreter's, or built on first use); the system's are this machine's
+            return self.system_line(system) if system else None
         missing = self.missing()
-        if not missing:
-            return None
-        how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
-        return f"{self.name} is not installed ({', '.join(missing)} missing): {how}"
+        if missing:
+            how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
+            also = f"; and {self.system_line(system)}" if system else ""
+            return f"{self.name} is not installed ({', '.join(missing)} missing): {how}{also}"
+        return self.system_line(system) if system else None
 
     def load(self) -> Any:
         """Import the adapter module; it exposes `open(case, native) -> Stepper`."""
@@ -193,6 +274,9 @@ class Backend:
         if missing:
             how = self.install_hint or f"pip install 'gpuenv[{self.extra}]'"
             raise BackendUnavailable(f"{self.name} is not installed ({', '.join(missing)} missing): {how}")
+        system = self.missing_system()
+        if system:
+            raise BackendUnavailable(self.system_line(system))
         return importlib.import_module(self.adapter)
 
     def selector(self, variant: str | None = None) -> str:

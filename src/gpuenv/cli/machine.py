@@ -19,6 +19,7 @@ from gpuenv.registry import UNOBTAINABLE, default_registry
 @app.command("list")
 def list_(
     what: Annotated[str, typer.Argument(help="backends | tasks | suites | all")] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="with backends: print each backend's name and why it is unavailable (null: available) as JSON")] = False,
 ) -> None:
     """Backends (available or not, and why), tasks (who offers each), suites."""
     from gpuenv.suites import available_suites, load_any
@@ -26,8 +27,13 @@ def list_(
 
     if what not in ("all", "backends", "tasks", "suites"):
         raise UserError(f"unknown list '{what}'; use one of: backends, tasks, suites, all")
+    if as_json and what != "backends":
+        raise UserError("--json lists backends: `gpuenv list backends --json`")
     registry = default_registry()
     visible = registry.visible()
+    if as_json:
+        print(json.dumps({b.name: b.unavailable_reason() for b in visible}, indent=1))
+        return
     if what in ("all", "backends"):
         t = Table(title="backends", title_justify="left")
         for col in ("backend", "variants", "steps on", "environment", "status"):
@@ -67,6 +73,32 @@ def list_(
                 desc = f"[red]{markup(str(e))}[/]"
             t.add_row(markup(name), desc)
         console.print(t)
+
+
+@app.command()
+def system(
+    install: Annotated[bool, typer.Option("--install", help="install what is missing with apt-get (as root; `make install` runs this)")] = False,
+) -> None:
+    """The Debian packages each backend declares (Godot's servers, Genesis's OpenGL, Ocean's compilers), and which are missing."""
+    from gpuenv import system as sysm
+
+    if install:
+        report = sysm.install()
+        if report.failed:
+            console.print(f"[yellow]apt-get failed: {markup(report.failed)}[/]", highlight=False)
+        elif report.not_tried and report.missing:
+            console.print(f"[yellow]not installed: {markup(report.not_tried)}[/]", highlight=False)
+        for b in report.backends:
+            console.print(markup(b.line(frozenset(report.installed))), highlight=False)
+        return
+    t = Table(title="Debian packages the backends declare (`gpuenv system --install` installs the missing ones as root)",
+              title_justify="left")
+    for col in ("backend", "package", "role", "for", "here"):
+        t.add_column(col)
+    for b in sysm.declared():
+        for p in b.needed:
+            t.add_row(b.backend, p.name, p.role, markup(p.why), "[yellow]missing[/]" if p in b.missing else "[green]present[/]")
+    console.print(t)
 
 
 @app.command()

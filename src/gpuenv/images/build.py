@@ -23,6 +23,7 @@ from gpuenv.images.catalogue import (
     pinned_base,
     python_base_of,
     python_bases,
+    system_args,
 )
 from gpuenv.images.engine import build_client, docker_free, docker_status, image_size, local_image_id
 from gpuenv.images.locks import version_lock, write_locks
@@ -68,7 +69,7 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
         out.append(("base", [docker, "build", "-f", "docker/base.Dockerfile", "-t", BASE_TAG, "--build-arg", f"PYTHON_BASE={base}", *common, "."]))
     for img in wanted:
         args = {"GIT_SHA": sha, "GIT_DIRTY": dirty, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
-                "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""}
+                "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else "", **system_args(img)}
         tags = [f"{img.tag}:latest"]
         pinned = python_base_of(img)
         base = bases.get(pinned, pinned) if pinned else base_of(ROOT / img.dockerfile)

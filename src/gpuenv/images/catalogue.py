@@ -152,6 +152,17 @@ def image_labels(img: Image) -> dict[str, str]:
     return labels
 
 
+def system_args(img: Image) -> dict[str, str]:
+    """The build args that carry the Debian packages its backends declare (SystemPackage): SYSTEM_PACKAGES,
+    what their simulators run with (pinned where declared), and BUILD_PACKAGES, what building their Python
+    environment needs (the Dockerfile removes them in the same layer); an arg only where there are any."""
+    registry = default_registry()
+    wanted = [p for b in img.backends for p in registry.get(b).system]
+    out = {"SYSTEM_PACKAGES": " ".join(p.apt_name(pinned=True) for p in wanted if p.role == "run"),
+           "BUILD_PACKAGES": " ".join(p.name for p in wanted if p.role == "build")}
+    return {k: v for k, v in out.items() if v}
+
+
 def bake() -> dict:
     """docker buildx bake definition (JSON form): the base, then one target per backend image."""
     targets: dict[str, dict] = {
@@ -165,7 +176,7 @@ def bake() -> dict:
             "platforms": ["linux/amd64"],
             "tags": [f"{img.tag}:latest", f"${{REGISTRY}}/{img.name}:${{TAG}}"],
             "labels": labels,
-            "args": {"MIN_DRIVER": img.min_driver or "", "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else ""},
+            "args": {"MIN_DRIVER": img.min_driver or "", "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else "", **system_args(img)},
         }
         if img.base_target:  # FROM ${BASE}: under bake, the base target itself
             t["contexts"] = {"base": "target:base"}

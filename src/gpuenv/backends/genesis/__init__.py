@@ -19,7 +19,7 @@ libgl1 and libegl1, and X's libxrender1 (its viewer's pyglet binds it at import)
 
 from __future__ import annotations
 
-from gpuenv.backends.spec import Backend, Environment, Image, NativeTask, PpoEnv
+from gpuenv.backends.spec import Backend, Environment, Image, NativeTask, PpoEnv, SystemPackage
 
 # Gymnasium's InvertedPendulum model file, in the gymnasium package of Genesis's environment
 # (gpuenv.backends.genesis.pendulum); named here so that listing backends imports no numpy
@@ -43,7 +43,12 @@ BACKEND = Backend(
                     for v in ("reused", "reused-noself")},
     packages=("genesis-world", "quadrants", "torch", "mujoco", "numpy"),
     library="genesis-world",
-    install_hint="its own Python environment, built on first use from docker/locks/genesis.txt (needs libgl1, libegl1 and libxrender1)",
+    install_hint="its own Python environment, built on first use from docker/locks/genesis.txt",
+    # Genesis builds an offscreen renderer even headless, and its viewer's pyglet binds XRender at import (without it:
+    # "'NoneType' object has no attribute 'XRenderFindVisualFormat'")
+    system=(SystemPackage("libgl1", "library:libGL.so.1", "OpenGL, for the offscreen renderer Genesis always builds"),
+            SystemPackage("libegl1", "library:libEGL.so.1", "EGL, the headless OpenGL context"),
+            SystemPackage("libxrender1", "library:libXrender.so.1", "X's XRender, bound by its viewer's pyglet at import")),
     tasks={
         "franka_scene": NativeTask("xml/franka_emika_panda/panda.xml", 0.01, 1, 0.01, 10**9, (9,), "box", 9, _SCENE.format("Franka Panda")),
         "go2_scene": NativeTask("urdf/go2/urdf/go2.urdf", 0.01, 1, 0.01, 10**9, (12,), "box", 12, _SCENE.format("Unitree Go2")),

@@ -16,7 +16,7 @@ and action_repeat for the sweep in the throughput suite.
 
 from __future__ import annotations
 
-from gpuenv.backends.spec import Backend, NativeTask, PpoEnv
+from gpuenv.backends.spec import Backend, NativeTask, PpoEnv, SystemPackage
 
 AGENTS_PER_PROCESS = 16
 DEFAULT_SPEEDUP = 20
@@ -37,9 +37,10 @@ BACKEND = Backend(
     name="godot",
     adapter="gpuenv.backends.godot.adapter",
     requires=("godot_rl",),
-    programs=("godot3-server",),
+    system=(SystemPackage("godot3-server", "command:godot3-server", "Godot 3.2's headless server, the simulator",
+                          image_version="3.2.3-stable-1+b3"),),
     extra="godot",
-    install_hint="apt-get install godot3-server; pip install --no-deps godot-rl==0.8.2 (`make install` does both where it can)",
+    install_hint="pip install --no-deps godot-rl==0.8.2 (`make install` does it)",
     variants=VARIANTS,
     description="Godot 3.2 headless + godot-rl protocol: a game engine over a socket",
     variant_notes={

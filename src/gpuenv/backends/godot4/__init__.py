@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gpuenv.backends.godot import AGENTS_PER_PROCESS, DEFAULT_ACTION_REPEAT, DEFAULT_SPEEDUP
 from gpuenv.backends.godot4.runtime import INSTALL, PROGRAM
-from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv
+from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv, SystemPackage
 
 ENGINES = {
     "godotphysics": ("GodotPhysics3D", 3),
@@ -37,6 +37,8 @@ BACKEND = Backend(
     adapter="gpuenv.backends.godot4.adapter",
     requires=("godot_rl",),
     programs=(PROGRAM,),
+    # make install debootstraps Debian sid's godot into RUNTIME (gpuenv.backends.godot4.runtime); the image copies that tree
+    system=(SystemPackage("debootstrap", "command:debootstrap", "makes the Debian sid tree that Godot 4.6 runs from", role="install"),),
     extra="godot",
     install_hint=f"{INSTALL}; pip install --no-deps godot-rl==0.8.2",
     variants=VARIANTS,

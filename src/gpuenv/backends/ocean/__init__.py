@@ -17,7 +17,7 @@ of PufferLib's own trainer (pufferl, the native trainer here) against the enviro
 from __future__ import annotations
 
 from gpuenv.backends.ocean.build import VERSION  # PufferAI's pufferlib, the sdist the build step fetches and checks
-from gpuenv.backends.spec import Backend, Environment, Image, NativeTask, PpoEnv, Trainer
+from gpuenv.backends.spec import Backend, Environment, Image, NativeTask, PpoEnv, SystemPackage, Trainer
 
 # PufferLib's [train] settings a suite may set for pufferl (its config/default.ini); the rest are fixed
 # by gpuenv (device, seed, budget, env count) or are PufferLib's logging and sweep settings
@@ -41,7 +41,12 @@ BACKEND = Backend(
     packages=("pufferlib", "numpy", "gymnasium"),
     library="pufferlib",  # its history's axis; `gpuenv sweep` refuses it (pufferlib is built by the build step, not installed)
     install_hint=f"its own Python environment, built on first use from docker/locks/ocean.txt, then pufferlib {VERSION} built "
-                 "from its sdist (gpuenv.backends.ocean.build; needs gcc and g++)",
+                 "from its sdist (gpuenv.backends.ocean.build)",
+    # its build step compiles Ocean's C envs and the C++ advantage kernel of pufferl against the environment's torch
+    system=(SystemPackage("gcc", "command:gcc", "compiles Ocean's C environments", role="build"),
+            SystemPackage("g++", "command:g++", "compiles pufferl's C++ advantage kernel", role="build"),
+            SystemPackage("libc6-dev", "library:libc.so", "the C library's headers and link files", role="build"),
+            SystemPackage("python3-dev", "python-headers", "Python.h, for the C extensions", role="build")),
     tasks={
         "ocean_breakout": NativeTask(
             "pufferlib.ocean.breakout.breakout:Breakout", 4 / 60, 4, 1 / 60, 10**9, (118,), "discrete", 3,
