@@ -27,7 +27,7 @@ LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
 # The Debian packages its backends declare (SystemPackage in gpuenv.backends.godot: bookworm's headless
 # Godot 3.2 server, at the version the godot backend was measured with), passed by `gpuenv images build`.
 ARG SYSTEM_PACKAGES
-# hadolint ignore=SC2086
+# hadolint ignore=DL3008,SC2086
 RUN test -n "$SYSTEM_PACKAGES" || { echo "SYSTEM_PACKAGES is empty: build with gpuenv images build godot"; exit 1; }; \
     apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $SYSTEM_PACKAGES \

@@ -41,8 +41,8 @@ ARG BUILD_PACKAGES
 RUN --mount=type=secret,id=pipcert \
     test -n "$BUILD_PACKAGES" || { echo "BUILD_PACKAGES is empty: build with gpuenv images build ocean"; exit 1; }; \
     if [ -f /run/secrets/pipcert ]; then export SSL_CERT_FILE=/run/secrets/pipcert; fi; \
-    pkgs="$BUILD_PACKAGES"; \
-    [ ! -f "$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || pkgs="$(echo " $pkgs " | sed 's/ python3-dev / /')"; \
+    headers="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h"; pkgs=""; \
+    for p in $BUILD_PACKAGES; do if [ "$p" != python3-dev ] || [ ! -f "$headers" ]; then pkgs="$pkgs $p"; fi; done; \
     apt-get update && apt-get install -y --no-install-recommends $pkgs \
     && python /opt/gpuenv/ocean_build.py /tmp/downloads \
     && apt-get purge -y --auto-remove $pkgs && rm -rf /var/lib/apt/lists/* /tmp/downloads /opt/gpuenv/ocean_build.py

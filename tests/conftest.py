@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +29,8 @@ collect_ignore = [] if os.environ.get("GPUENV_TEST_GPU_IMAGES") == "1" else ["gp
 #             machine's Godot servers (a container's Godot is one of them)
 #   isaaclab  Isaac Lab's environment (built once into the shared cache), its assets and kernel cache
 #   slurm     the one-node Slurm cluster of tools/slurm-local.sh
-# Every other test goes to whichever worker is free. Tests marked `serial` compare two timings of
-# this machine: `make test` runs them alone, after the others.
+# Every other test goes to whichever worker is free. No test compares two timings of this machine (a
+# busy neighbour would decide it): speed is measured by benchmarks, never asserted here (issue 48).
 XDIST_GROUPS = {
     "test_gpu_images.py": "machine",
     "test_images_real.py": "machine",
@@ -226,7 +227,49 @@ num_envs = [32]
         proc.kill()
         proc.wait(timeout=30)
     assert len(started) == 2, (tmp_path / "log").read_text()
-    deadline = time.time() + 10
+    deadline = time.time() + 30  # gone soon after gpuenv (the case's timeout is far longer); a busy VM tears down slower
     while godot_processes() & started and time.time() < deadline:
         time.sleep(0.1)
     return started, godot_processes() & started
+
+
+# --- what `gpuenv profile` prints, read back (tests/test_profile.py, test_profile_godot.py): the decisions it
+# names are checked against the figures it printed beside them, which hold at any speed of this machine
+
+
+def _median(cell: str) -> float | None:
+    m = re.match(r"\s*([\d,.]+)(k|M)? \(", cell)
+    return None if m is None else float(m.group(1).replace(",", "")) * {"k": 1e3, "M": 1e6, "B": 1e9, None: 1}[m.group(2)]
+
+
+def printed_table(stdout: str) -> dict[tuple[str, int], float]:
+    """The sweep's table as printed: (vectoriser, num_envs) -> median env steps/s."""
+    lines = stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith(("vectoriser", "pacing")))
+    sizes = [int(c.split()[0]) for c in lines[head].split(" | ")[1:]]
+    out = {}
+    for line in lines[head + 1:]:
+        if " | " not in line:
+            break
+        name, *cells = line.split(" | ")
+        for n, cell in zip(sizes, cells, strict=True):
+            if _median(cell) is not None:
+                out[(name.strip(), n)] = _median(cell)
+    return out
+
+
+def named_best_is_the_fastest_printed(stdout: str, said: str) -> tuple[str, int]:
+    table = printed_table(stdout)
+    best = said.split("best setting: ")[1].split(" env steps/s")[0]
+    variant, n = best.split(" at ")[0], int(best.split(" at ")[1].split(" envs")[0])
+    assert table[(variant, n)] == max(table.values()), (best, table)
+    return variant, n
+
+
+def named_bottleneck_is_the_largest_share(said: str) -> dict[str, float]:
+    shares = said.split("where a PPO iteration's time goes")[1].split("bottleneck:")[0]
+    from gpuenv.profile import PARTS
+
+    us = {part: float(re.search(re.escape(part) + r" \d+% \(([\d,.]+) us\)", shares).group(1).replace(",", "")) for part in PARTS}
+    assert said.split("bottleneck: ")[1].startswith(max(us, key=us.__getitem__)), said
+    return us

@@ -1,7 +1,9 @@
 """`gpuenv ab A B`: interleaved sides, paired verdicts. The statistics against known values, each
 verdict label from planted evidence, and real interleaved runs on the test-only fake backend: an A/A
-finds nothing, a planted 30% slowdown of one task (tools/plant_slowdown.py, in a copy of src/) is a
-regression while the other task stays unflagged, records carry the pairing."""
+runs both sides interleaved and its verdicts are the statistics of its records, a planted slowdown's
+copy differs, records carry the pairing. No test asserts what label this machine's noise gives a real
+run (issue 48): the statistics are tested on synthetic blocks with fixed seeds, and detection and
+false-alarm rates are measured by tools/ab_power.py (docs/verdicts.md)."""
 
 from __future__ import annotations
 
@@ -120,31 +122,93 @@ def test_bad_ab_input_is_one_line_exit_2(cli, args, message):
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
-@pytest.mark.serial  # two timings of this machine: beside another test's load the interval widens (it once read 0.94, suspicious)
-def test_ab_finds_a_planted_slowdown_and_nothing_else(cli, tmp_path):
+def _noisy_blocks(ratio: float, sd: float, n: int, seed: int) -> tuple[list[float], list[float]]:
+    """n blocks of an A/B pair on a noisy machine: a shared per-block speed (the VM's drift, up to 2x) and
+    each side's own log-normal noise of sd, B slower or faster by `ratio`; fixed seed, no clock."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    drift = np.exp(rng.uniform(-0.35, 0.35, n))
+    a = 1e5 * drift * np.exp(rng.normal(0, sd, n))
+    b = 1e5 * ratio * drift * np.exp(rng.normal(0, sd, n))
+    return list(map(float, a)), list(map(float, b))
+
+
+def test_verdicts_on_synthetic_noisy_blocks_with_fixed_seeds():
+    """What the end-to-end runs once asserted on this machine's noise (issue 48), on synthetic blocks instead:
+    pairing removes the VM's shared drift, a large slowdown over enough blocks is found, an A/A is quiet,
+    and too few blocks say so. The rates on real machines are measured by tools/ab_power.py (docs/verdicts.md)."""
+    planted = [vd.Evidence(f"planted{s}", "env steps/s", True, *_noisy_blocks(0.70, 0.10, 8, s)) for s in range(20)]
+    found = vd.decide(planted, threshold=0.15)
+    assert [v.label for v in found].count(vd.REGRESSION) == 20  # every seed, at the old test's size (8 blocks, 30%)
+    assert all(0.6 < v.ratio < 0.8 and v.ci_low < 0.70 * 1.1 and v.ci_high > 0.70 / 1.1 for v in found)
+    null = [vd.Evidence(f"aa{s}", "env steps/s", True, *_noisy_blocks(1.0, 0.10, 8, 100 + s)) for s in range(40)]
+    labels = [v.label for v in vd.decide(null, threshold=0.05)]
+    assert vd.REGRESSION not in labels and vd.IMPROVEMENT not in labels  # 40 A/A cases, adjusted together: no false alarm
+    # an unpaired analysis of the same drifting blocks would not see the slowdown: the drift is 2x wider than it
+    a, b = _noisy_blocks(0.90, 0.02, 8, 7)
+    assert max(a) / min(a) > 1.4 and vd.decide([vd.Evidence("p", "env steps/s", True, a, b)], 0.05)[0].label == vd.REGRESSION
+    short = vd.decide([vd.Evidence("short", "env steps/s", True, *_noisy_blocks(0.5, 0.01, 2, 3))], 0.05)[0]
+    assert short.label == vd.INSUFFICIENT and short.ratio is None
+
+
+def test_blocks_are_interleaved_in_the_documented_order():
+    from gpuenv.history.ab import block_order
+
+    assert [block_order(b) for b in range(4)] == [[0, 1], [1, 0], [0, 1], [1, 0]]  # A B, B A, ...
+    # three sides (a sweep's version sets): each takes each place, each neighbour before and after it
+    three = [block_order(b, 3) for b in range(6)]
+    assert three == [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 0, 1], [1, 0, 2]]
+    for side in range(3):
+        assert sorted(order.index(side) for order in three) == [0, 0, 1, 1, 2, 2]
+
+
+def _verdicts_agree_with_the_records(doc: dict, threshold: float) -> dict:
+    """The verdicts `ab --json` printed are the statistics of the records it wrote (recomputed from them)."""
+    from gpuenv.history import ab
+    from gpuenv.history.load import load_records
+
+    records, _ = load_records([doc["records"]])
+    (pairs,) = ab.pairs_of(records).values()
+    again = {v.case_key: v for v in ab.analyse(pairs, threshold)}
+    found = {v["case_key"]: v for v in doc["verdicts"]}
+    assert set(again) == set(found)
+    for key, v in found.items():
+        assert v["label"] == again[key].label and v["pairs"] == again[key].pairs, (v, again[key])
+        assert v["ratio"] == pytest.approx(again[key].ratio)
+        assert v["label"] in (vd.REGRESSION, vd.IMPROVEMENT, vd.SUSPICIOUS, vd.SAME, vd.INSUFFICIENT)
+    return found
+
+
+def test_ab_runs_both_sides_interleaved_and_its_verdicts_are_its_records_statistics(cli, tmp_path):
+    """End to end on a planted 30% slowdown of one task (tools/plant_slowdown.py): what holds at any speed of
+    this machine. Which label a case gets on a busy VM is not asserted here: the statistics are tested on
+    synthetic blocks above, and the detection and false-alarm rates are measured by tools/ab_power.py."""
     suite = write_suite(tmp_path / "fake.toml", SUITE)
-    # 30% over 8 blocks of 0.1 s values: on the slower VM kind the fake backend's blocks spread by 8-26%
-    # (sd of log ratios), where a 15% slowdown over 6 blocks of 0.03 s values read "suspicious", not a regression.
-    # A 15% threshold, as this VM's noise asks: at the default 5% the untouched halfcheetah once read "regression"
-    # in CI (f2d77ae), a burst of the VM's noise on its B blocks
     planted = plant(tmp_path / "planted", "fake", 0.3, task="cartpole")
+    worker = "src/gpuenv/modes/throughput/worker.py"
+    assert "class _Planted" in (planted / worker).read_text() and "class _Planted" not in (ROOT / worker).read_text()
     r = cli("ab", ".", str(planted), "--suite", str(suite), "--blocks", "8", "--threshold", "0.15", "--out", str(tmp_path / "out"),
             "--json", cwd=ROOT, timeout=600)
-    assert r.returncode == 1, r.stdout + r.stderr  # exit 1: a regression
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stdout + r.stderr
     doc = json.loads(r.stdout)
-    found = {v["case_key"]: v for v in doc["verdicts"]}
-    assert found["fake-ok-cartpole-n2"]["label"] == vd.REGRESSION, found["fake-ok-cartpole-n2"]
-    assert found["fake-ok-cartpole-n2"]["ratio"] == pytest.approx(0.70, abs=0.1)
-    assert found["fake-ok-halfcheetah-n2"]["label"] not in (vd.REGRESSION, vd.IMPROVEMENT), found["fake-ok-halfcheetah-n2"]
-    assert "regression: fake-ok-cartpole-n2" in r.stderr
+    found = _verdicts_agree_with_the_records(doc, 0.15)
+    regressions = sorted(k for k, v in found.items() if v["label"] == vd.REGRESSION)
+    assert r.returncode == (1 if regressions else 0)  # exit 1: a regression, and only then
+    for k in regressions:
+        assert f"regression: {k}" in r.stderr
+    assert all(v["pairs"] == 8 for v in found.values())
     assert doc["sides"]["B"]["kind"] == "checkout" and "cores" in doc["machine"]
-    # each side's records: ordinary records tagged with the pairing, one process per block
+    # each side's records: ordinary records tagged with the pairing, one process per block, in A B / B A order
     root = Path(doc["records"])
-    recs = {p.parent.parent.name: json.loads(p.read_text()) for p in root.glob("*/*/fake-ok-cartpole-n2.json")}
-    assert set(recs) == {"A", "B"}
-    a, b = recs["A"], recs["B"]
-    assert a["tags"]["side"] == "A" and b["tags"]["paired_run"] == a["run_id"] and a["tags"]["order"] == "AB BA AB BA AB BA AB BA"
-    assert len(a["processes"]) == 8 and len(b["processes"]) == 8 and a["settings"]["processes"] == 8
+    for case in ("fake-ok-cartpole-n2", "fake-ok-halfcheetah-n2"):
+        recs = {p.parent.parent.name: json.loads(p.read_text()) for p in root.glob(f"*/*/{case}.json")}
+        assert set(recs) == {"A", "B"}
+        a, b = recs["A"], recs["B"]
+        assert a["tags"]["side"] == "A" and b["tags"]["paired_run"] == a["run_id"] and a["tags"]["order"] == "AB BA AB BA AB BA AB BA"
+        assert len(a["processes"]) == 8 and len(b["processes"]) == 8 and a["settings"]["processes"] == 8
+        assert b["tags"]["side_spec"] == str(planted) and a["tags"]["side_spec"] == "."
+        assert [p["index"] for p in a["processes"]] == list(range(8)) and all(p["failure"] is None for p in a["processes"] + b["processes"])
 
 
 def test_a_commits_tree_unpacks_without_a_link_out_of_it(tmp_path):
@@ -178,10 +242,11 @@ def test_ab_of_a_revision_runs_that_commit_and_an_aa_is_quiet(cli, tmp_path):
     # a 15% threshold: the A/A is here for the plumbing (false-alarm rates are measured, docs/verdicts.md)
     r = cli("ab", "HEAD", "HEAD", "--suite", str(suite), "--blocks", "4", "--threshold", "0.15", "--out", str(tmp_path / "out"),
             "--json", cwd=ROOT, env=env, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stdout + r.stderr
     doc = json.loads(r.stdout)
+    assert r.returncode == (1 if any(v["label"] == vd.REGRESSION for v in doc["verdicts"]) else 0)
     assert doc["sides"]["A"]["label"] == f"HEAD ({head[:10]})" == doc["sides"]["B"]["label"]
-    assert [v["label"] for v in doc["verdicts"]].count(vd.REGRESSION) == 0
+    _verdicts_agree_with_the_records(doc, 0.15)  # which label this machine's noise gives an A/A: tools/ab_power.py
     assert all(v["pairs"] == 4 and v["ratio"] > 0 for v in doc["verdicts"])
     exported = tmp_path / "cache" / "gpuenv" / "revisions" / head
     assert (exported / "src" / "gpuenv" / "__init__.py").is_file()
@@ -219,7 +284,7 @@ def test_ctrl_c_in_ab_keeps_both_sides_records_and_leaves_no_worker(tmp_path):
             return False
 
     for pid in (worker, child):  # the hanging worker and the process it started are gone
-        deadline = time.time() + 10
+        deadline = time.time() + 30
         while alive(pid) and time.time() < deadline:
             time.sleep(0.1)
         assert not alive(pid), pid
@@ -237,3 +302,19 @@ def test_a_side_that_crashes_where_the_other_ran_fails_ab(cli, tmp_path):
     (line,) = doc["failed"]
     assert line.startswith("fake-ok-cartpole-n2: B failed where A ran (") and "planted crash" in line
     assert "failed: fake-ok-cartpole-n2: B failed where A ran" in " ".join(r.stderr.split())
+
+
+def test_the_power_benchmark_counts_what_the_verdicts_found():
+    """tools/ab_power.py's tally: a planted case called a regression is found, an untouched one called a change is a false alarm."""
+    from ab_power import tally
+
+    def doc(by, labels):
+        return {"planted_by": by, "verdicts": [{"case_key": k, "label": lab, "ci_low": 0.9, "ci_high": 1.1} for k, lab in labels]}
+
+    docs = [doc(None, [("envpool-sync-cartpole-n8", vd.SAME), ("gymnasium-dummy-cartpole-n8", vd.IMPROVEMENT)]),
+            doc(0.3, [("envpool-sync-cartpole-n8", vd.REGRESSION), ("envpool-sync-halfcheetah-n8", vd.SUSPICIOUS),
+                      ("gymnasium-dummy-cartpole-n8", vd.SAME)])]
+    assert tally(docs[1:], "envpool:sync") == {"planted_cases": 2, "found": 1, "untouched_cases": 1, "false_alarms": 0,
+                                               "median_half_width_log": pytest.approx(math.log(1.1 / 0.9) / 2)}
+    aa = tally(docs[:1], "envpool:sync")  # in an A/A nothing is planted: every case is untouched
+    assert aa["planted_cases"] == 0 and aa["untouched_cases"] == 2 and aa["false_alarms"] == 1

@@ -55,7 +55,7 @@ def no_traceback(*texts: str) -> None:
 
 
 def test_kill_9_of_gpuenv_takes_its_hanging_worker_and_the_workers_child(tmp_path):
-    suite = fake_suite(tmp_path / "hang.toml", '"fake:hang"', timeout=20)
+    suite = fake_suite(tmp_path / "hang.toml", '"fake:hang"', timeout=600)
     pidfile = tmp_path / "child.pid"
     with open(tmp_path / "log", "w") as log:
         proc = subprocess.Popen(
@@ -71,8 +71,8 @@ def test_kill_9_of_gpuenv_takes_its_hanging_worker_and_the_workers_child(tmp_pat
         assert watchdog != proc.pid and alive(watchdog)  # the worker runs under its watchdog, under gpuenv
         proc.kill()  # kill -9: gpuenv cannot clean up; the kernel tells the watchdog
         proc.wait(timeout=30)
-    # Far sooner than the case's 20 s timeout: they died with gpuenv, not of old age.
-    assert gone([watchdog, worker, child], within_s=5), "a worker outlived the gpuenv process that started it"
+    # Far sooner than the case's 600 s timeout: they died with gpuenv, not of old age (a minute: a busy VM's teardown)
+    assert gone([watchdog, worker, child], within_s=60), "a worker outlived the gpuenv process that started it"
 
 
 # --- 2. a full disk ------------------------------------------------------------------------------

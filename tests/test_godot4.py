@@ -62,7 +62,7 @@ def test_protocol_on_jolt_episodes_end_on_time_and_no_godot_or_project_copy_is_l
     finally:
         pool.close()
     assert not copy.exists()
-    deadline = time.time() + 10
+    deadline = time.time() + 30
     while godot_processes() - before and time.time() < deadline:
         time.sleep(0.1)
     assert not godot_processes() - before
@@ -90,7 +90,9 @@ def test_an_engine_this_godot_lacks_is_refused_in_one_line_not_run_silently(monk
     before = godot_processes()
     with pytest.raises(UserError, match=r"ran 'GodotPhysics3D \(NoSuch Physics asked for; not in this build\)', not 'NoSuch Physics'"):
         Godot4Pool("jolt-uncapped", 2, seed=1)
-    time.sleep(0.5)
+    deadline = time.time() + 30  # gone once refused; a busy VM reaps slower
+    while godot_processes() - before and time.time() < deadline:
+        time.sleep(0.1)
     assert not godot_processes() - before
 
 
@@ -108,9 +110,11 @@ def test_bench_records_the_engine_its_solver_and_the_godot_version(cli, tmp_path
         assert d["physics_engine"] == ("Jolt Physics" if variant.startswith("jolt") else "GodotPhysics3D")
         assert d["physics_ticks_per_s_per_process"] > 0
         assert rec["what"]["native_env_id"] == "BallChase (gpuenv, Godot 4)"
+    # paced by the engine: at most 60 x speedup ticks a second (test_godot.py says why 25%); uncapped launched with
+    # --fixed-fps (which of the two is faster depends on this machine: not asserted)
     rt = records["godotphysics-realtime"]["what"]["details"]
-    assert rt["speedup"] == 20 and rt["physics_ticks_per_s_per_process"] < 60 * 20 * 1.05  # paced by the engine
-    assert records["godotphysics-uncapped"]["what"]["details"]["physics_ticks_per_s_per_process"] > rt["physics_ticks_per_s_per_process"]
+    assert rt["speedup"] == 20 and rt["physics_ticks_per_s_per_process"] < 60 * 20 * 1.25 and rt["fixed_fps"] is None
+    assert records["godotphysics-uncapped"]["what"]["details"]["fixed_fps"] == 60
 
 
 def test_killing_gpuenv_during_a_godot4_case_leaves_no_godot_behind(tmp_path):

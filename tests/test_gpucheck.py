@@ -98,8 +98,8 @@ def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path
     """`GPUENV_CPU_OK=1 make gpu-check` as the issue asks: the same script, 16 envs on the CPU."""
     out = tmp_path / "out"
     env = {**os.environ, "GPUENV_CPU_OK": "1", "PATH": no_gpu_env(tmp_path)["PATH"] + os.pathsep + str(ROOT / ".venv" / "bin")}
-    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu-check.sh"), "--out", str(out), "--budget", "500"],
-                       capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu-check.sh"), "--out", str(out), "--budget", "1500"],
+                       capture_output=True, text=True, timeout=1800, env=env, cwd=tmp_path)  # room on a slow VM: the budget only cuts
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "GPU none (nvidia-smi not found): GPUENV_CPU_OK=1, 16 envs on the CPU" in r.stdout and "brax 0.14" in r.stdout
     (run_dir,) = out.iterdir()

@@ -71,7 +71,7 @@ def test_each_failure_is_recorded_and_the_run_goes_on(tmp_path):
     assert len(by_variant["hang"][0]["processes"]) == 1
 
 
-def _gone(pid: int, within_s: float = 5.0) -> bool:
+def _gone(pid: int, within_s: float = 30.0) -> bool:  # a busy VM tears down slower
     deadline = time.time() + within_s
     while time.time() < deadline:
         try:

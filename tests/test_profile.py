@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, named_best_is_the_fastest_printed, named_bottleneck_is_the_largest_share, printed_table
 
 from gpuenv import profile as pm
 
 PKG = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests" / "profile_pkg"), os.environ.get("PYTHONPATH", "")]))}
-SMALL = ["--num-envs", "1", "--num-envs", "2", "--time", "240"]
-# the parts of a PPO iteration `gpuenv profile` names, stepping first
-PARTS = ("stepping the env (simulator + vectoriser)", "policy inference", "SB3's rollout bookkeeping", "learning (PPO's update)")
+# --time: room for every case on a slow or busy VM (what a spent budget does is tested apart); the test's own timeout is above it
+SMALL = ["--num-envs", "1", "--num-envs", "2", "--time", "1200"]
+PARTS = pm.PARTS  # the parts of a PPO iteration `gpuenv profile` names, stepping first
 
 
 def _records(out: Path) -> list[dict]:
@@ -30,7 +29,7 @@ def _said(r) -> str:
 
 def test_profile_of_a_gymnasium_id_names_the_best_setting_and_the_bottleneck(cli, tmp_path):
     out = tmp_path / "out"
-    r = cli("profile", "CartPole-v1", *SMALL, "--out", str(out), timeout=600)
+    r = cli("profile", "CartPole-v1", *SMALL, "--out", str(out), timeout=1500)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     said = _said(r)
     assert "observations Box(4,) float32, actions Discrete(2); gymnasium 1.4" in said
@@ -38,13 +37,10 @@ def test_profile_of_a_gymnasium_id_names_the_best_setting_and_the_bottleneck(cli
         row = next(line for line in r.stdout.splitlines() if line.startswith(v + " "))
         assert row.count("(") == 2, row
     assert "best setting: " in said and "the env alone (DummyVecEnv, 1 env): " in said
-    # CartPole steps in microseconds: stepping is never the bottleneck. Which of the trainer's parts is depends on the
-    # machine and its load (learning or inference with both cores free; SB3's bookkeeping with the other core busy):
-    # the one named is the one with the largest share
-    shares = said.split("where a PPO iteration's time goes")[1].split("bottleneck:")[0]
-    us = {part: float(re.search(re.escape(part) + r" \d+% \(([\d,.]+) us\)", shares).group(1).replace(",", "")) for part in PARTS}
-    named = said.split("bottleneck: ")[1]
-    assert named.startswith(max(us, key=us.__getitem__)) and not named.startswith(PARTS[0]), said
+    # which part is the bottleneck depends on the machine and its load: the one named is the largest printed share,
+    # and the best setting named is the fastest printed one
+    named_bottleneck_is_the_largest_share(said)
+    named_best_is_the_fastest_printed(r.stdout, said)
     assert "training 1.00M env steps with SB3 PPO at " in said
     recs = _records(out)
     sweep = [x for x in recs if not x["summary"].get("phases")]
@@ -59,38 +55,62 @@ def test_profile_of_a_gymnasium_id_names_the_best_setting_and_the_bottleneck(cli
     assert s.returncode == 0 and "CartPole-v1" in s.stdout and "Traceback" not in s.stderr, s.stdout + s.stderr
 
 
-@pytest.mark.serial  # which vectoriser wins depends on both cores being free
-def test_profile_of_a_slow_env_entry_point_finds_the_simulator_is_the_bottleneck(cli, tmp_path):
+def test_profile_of_a_slow_env_entry_point_measures_it_and_names_the_bottleneck(cli, tmp_path):
+    """A 2 ms env, end to end: what holds at any speed of this machine. Which setting wins and which part is the
+    bottleneck depend on the machine and its load (a busy core once made DummyVecEnv win): the decisions
+    themselves are tested on given timings below."""
     out = tmp_path / "out"
-    r = cli("profile", "mypkg.envs:make_env", *SMALL, "--budget", "100k", "--out", str(out), env=PKG, timeout=600)
+    r = cli("profile", "mypkg.envs:make_env", *SMALL, "--budget", "100k", "--out", str(out), env=PKG, timeout=1500)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     said = _said(r)
-    # 2 ms of CPU per step: one env alone runs at most 500 steps/s, and on 2 cores two env processes beat one
+    # 2 ms of CPU per step: one env alone runs at most 500 steps/s on any machine
     alone = float(said.split("the env alone (DummyVecEnv, 1 env): ")[1].split(" us")[0].replace(",", ""))
     assert alone >= 2000
-    best = said.split("best setting: ")[1].split(" at ")[0]
-    assert best in ("subproc", "async"), said
-    # the phases ran at 2 env processes on 2 cores: each part's share is named, and the contention with torch's threads said
-    shares = said.split("where a PPO iteration's time goes per env step at subproc, 2 envs")[1].split("bottleneck:")[0]
-    for part in PARTS:
-        assert part in shares
-    assert "torch's 2 threads beside 2 env processes on 2 cores" in shares
-    assert "bottleneck: stepping the env" in said or "bottleneck: policy inference" in said, said
+    named_best_is_the_fastest_printed(r.stdout, said)
+    # the phases ran at the fastest setting SB3's trainer runs (DummyVecEnv or SubprocVecEnv) of the printed table
+    table = printed_table(r.stdout)
+    at = said.split("where a PPO iteration's time goes per env step at ")[1].split(" (")[0]
+    variant, n = at.split(", ")[0], int(at.split(", ")[1].split(" envs")[0])
+    policy = {k: v for k, v in table.items() if k[0] in pm.POLICY_VARIANTS}
+    assert table[(variant, n)] == max(policy.values()), (at, table)
+    us = named_bottleneck_is_the_largest_share(said)
+    assert set(us) == set(PARTS)
+    # torch's threads beside env processes beyond the cores: said where, and only where, the phases' record says so
+    (phases,) = [x for x in _records(out) if x["summary"].get("phases")]
+    threads = phases["summary"]["phases"]["inference"]["details"]["torch_threads"]
+    cores = phases["where"]["machine"]["cpu_logical"]
+    assert (f"torch's {threads} threads beside {n} env processes on {cores} cores" in said) == (variant == "subproc" and threads + n > cores)
     env = _records(out)[0]["what"]["details"]["env"]
     assert env["spec"] == "mypkg.envs:make_env" and env["module"] == "mypkg.envs" and len(env["module_sha256"]) == 64
 
 
-@pytest.mark.serial  # PPO's learning on torch's 2 threads slows 10x beside another test's load (CI once read 15 ms a sample)
-def test_a_slow_env_alone_is_its_own_bottleneck(cli, tmp_path):
-    """One env in-process (DummyVecEnv, 1 env): its 2 ms step outweighs inference and PPO's learning."""
-    r = cli("profile", "mypkg.envs:make_env", "--num-envs", "1", "--out", str(tmp_path / "o"), env=PKG, timeout=600)
+def test_a_slow_env_alone_names_the_largest_share_as_its_bottleneck(cli, tmp_path):
+    """One env in-process (DummyVecEnv, 1 env); the bottleneck sentence follows the printed shares."""
+    r = cli("profile", "mypkg.envs:make_env", "--num-envs", "1", "--time", "1200", "--out", str(tmp_path / "o"), env=PKG, timeout=1500)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     said = _said(r)
-    assert "bottleneck: stepping the env (simulator + vectoriser) (a faster simulator or vectoriser pays off here" in said, said
+    us = named_bottleneck_is_the_largest_share(said)
+    assert pm.bottleneck_line([pm.Share(k, v) for k, v in us.items()]).split(" (")[0] in said
+
+
+def test_the_bottleneck_and_the_best_setting_from_given_timings():
+    # a 2 ms env: stepping at 450 steps/s, the policy and the rollout a little more, learning at 20k samples/s
+    shares = pm.shares_of(vecenv=450.0, inference=440.0, collect=430.0, learn=20_000.0)
+    assert [round(s.us_per_step, 1) for s in shares] == [2222.2, 50.5, 52.9, 50.0]
+    assert pm.bottleneck_of(shares) == PARTS[0]
+    assert pm.bottleneck_line(shares).endswith("(a faster simulator or vectoriser pays off here: stepping is the largest share)")
+    # CartPole: stepping in microseconds, learning the largest part; what a faster simulator saves is the stepping share
+    fast = pm.shares_of(vecenv=100_000.0, inference=20_000.0, collect=15_000.0, learn=5_000.0)
+    assert pm.bottleneck_of(fast) == PARTS[3]
+    total = sum(s.us_per_step for s in fast)
+    assert pm.bottleneck_line(fast) == (f"bottleneck: {PARTS[3]} (a simulator infinitely faster would save at most "
+                                        f"{100 * 10 / total:.0f}% of training time: the stepping share)")
+    # two phases' noise never makes a part negative
+    assert pm.shares_of(vecenv=1000.0, inference=1100.0, collect=900.0, learn=1e6)[1].us_per_step == 0.0
 
 
 def test_a_registered_id_is_found_through_import(cli, tmp_path):
-    r = cli("profile", "MySlow-v0", "--import", "mypkg.envs", "--num-envs", "1", "--time", "12", "--out", str(tmp_path / "o"),
+    r = cli("profile", "MySlow-v0", "--import", "mypkg.envs", "--num-envs", "1", "--time", "30", "--out", str(tmp_path / "o"),
             env=PKG, timeout=300)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     assert "MySlow-v0: observations Box(3,) float32" in _said(r)

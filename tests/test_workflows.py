@@ -132,3 +132,14 @@ if args[:2] == ["issue", "list"]:
     labels = [json.loads(line) for line in log.read_text().splitlines() if json.loads(line)[:2] == ["label", "create"]]
     assert labels and labels[0][2] == "benchmark-alert"  # the label exists before an issue carries it
     assert "2 already there" in r.stdout
+
+
+def test_verdicts_power_is_measured_nightly_on_a_shared_runner_never_in_make_test():
+    """Detection and false-alarm rates of `gpuenv ab` are a benchmark (tools/ab_power.py), not a test (issue 48)."""
+    wf = load("verdicts.yml")
+    assert wf["on"]["schedule"] and "workflow_dispatch" in wf["on"]
+    job = wf["jobs"]["power"]
+    assert job["runs-on"] == "ubuntu-latest"
+    run = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "tools/ab_power.py" in run
+    assert "ab_power" not in (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]

@@ -45,6 +45,8 @@ SWEEP_VARIANTS = ("dummy", "subproc", "sync", "async")
 POLICY_VARIANTS = ("dummy", "subproc")  # the shared PPO trainer's vectorisers (Backend.ppo_env)
 PORT_HOURS = 40.0  # the default porting effort the "pays off above" answer assumes (--port-hours)
 PHASES = ("vecenv", "inference", "collect", "learn")
+# the parts of a PPO iteration those phases tell apart, stepping first
+PARTS = ("stepping the env (simulator + vectoriser)", "policy inference", "SB3's rollout bookkeeping", "learning (PPO's update)")
 CHECK_TIMEOUT_S = 120.0
 
 
@@ -226,6 +228,30 @@ class Profile:
     notes: list[str] = field(default_factory=list)
 
 
+def shares_of(vecenv: float, inference: float, collect: float, learn: float) -> list[Share]:
+    """A PPO iteration's time per env step in its parts, from the phases' env steps/s: each phase adds one
+    part to the one before it (+inference, SB3's whole rollout), so a part is the difference of their
+    times, never below 0 (two phases' noise); learning is its own phase."""
+    t_vec, t_inf, t_col, t_learn = (1e6 / x for x in (vecenv, inference, collect, learn))
+    return [Share(PARTS[0], t_vec), Share(PARTS[1], max(t_inf - t_vec, 0.0)),
+            Share(PARTS[2], max(t_col - t_inf, 0.0)), Share(PARTS[3], t_learn)]
+
+
+def bottleneck_of(shares: list[Share]) -> str:
+    """The part with the largest time per env step."""
+    return max(shares, key=lambda s: s.us_per_step).name
+
+
+def bottleneck_line(shares: list[Share]) -> str:
+    """`bottleneck: ...`, with what a faster simulator would save: all of it where stepping is the largest
+    share, else at most the stepping share."""
+    name, total = bottleneck_of(shares), sum(s.us_per_step for s in shares)
+    if name == PARTS[0]:
+        return f"bottleneck: {name} (a faster simulator or vectoriser pays off here: stepping is the largest share)"
+    return (f"bottleneck: {name} (a simulator infinitely faster would save at most {100 * shares[0].us_per_step / total:.0f}% "
+            "of training time: the stepping share)")
+
+
 def _rate(r: Record) -> float | None:
     from gpuenv.modes import of
 
@@ -251,10 +277,8 @@ def analyse(p: Profile) -> Profile:
     rates = of(p.phases).phase_rates(p.phases)
     vec, inf, col, learn = (rates.get(k) for k in PHASES)
     if vec and inf and col and learn:
-        t_vec, t_inf, t_col, t_learn = (1e6 / x.median for x in (vec, inf, col, learn))
-        p.shares = [Share("stepping the env (simulator + vectoriser)", t_vec), Share("policy inference", max(t_inf - t_vec, 0.0)),
-                    Share("SB3's rollout bookkeeping", max(t_col - t_inf, 0.0)), Share("learning (PPO's update)", t_learn)]
-        p.bottleneck = max(p.shares, key=lambda s: s.us_per_step).name
+        p.shares = shares_of(vec.median, inf.median, col.median, learn.median)
+        p.bottleneck = bottleneck_of(p.shares)
     parts = parts_of(p.phases)
     if parts is not None and p.budget_steps:
         p.train = parts.train_s(p.budget_steps)
@@ -411,10 +435,7 @@ def report_lines(p: Profile) -> list[str]:
                       f"on {cores} cores (torch.set_num_threads(1) in your trainer is the usual cure for that contention)")
         lines.append(f"where a PPO iteration's time goes per env step at {p.phases.case.variant}, {p.phases.case.num_envs} envs "
                      f"(the fastest setting SB3's trainer runs; SB3 PPO's defaults, 64-step rollouts; run {p.phases_run_id}): {where}")
-        lines.append(f"bottleneck: {p.bottleneck}" + (
-            f" (a simulator infinitely faster would save at most {100 * p.shares[0].us_per_step / total:.0f}% of training time: "
-            "the stepping share)" if p.bottleneck != p.shares[0].name else
-            " (a faster simulator or vectoriser pays off here: stepping is the largest share)"))
+        lines.append(bottleneck_line(p.shares))
     if p.shares:
         step_us = p.shares[0].us_per_step
         saved_per_m = step_us  # us per step x 1M steps = seconds per 1M steps
