@@ -36,6 +36,7 @@ def _docker() -> str:
 def _fresh_image(docker: str) -> str:
     """LOCAL_BASE (bookworm minbase, python3, python3-venv, CA certificates) with make, built once."""
     from gpuenv.images.base import build_local_base
+    from gpuenv.images.engine import build_client
 
     if subprocess.run([docker, "image", "inspect", FRESH], capture_output=True).returncode == 0:
         return FRESH
@@ -44,7 +45,7 @@ def _fresh_image(docker: str) -> str:
     dockerfile = (f"FROM {LOCAL_BASE}\n"
                   "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends make "
                   "&& rm -rf /var/lib/apt/lists/*\n")
-    r = subprocess.run([docker, "build", "--network", "host", "-t", FRESH, "-"], input=dockerfile, capture_output=True, text=True,
+    r = subprocess.run([build_client(), "build", "--network", "host", "-t", FRESH, "-"], input=dockerfile, capture_output=True, text=True,
                        timeout=900, env={**os.environ, "DOCKER_BUILDKIT": "1"})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return FRESH
@@ -61,7 +62,8 @@ def _pip_sources() -> tuple[list[str], dict[str, str]]:
         for token in value.replace("'", " ").split():
             path = Path(token.removeprefix("file://"))
             if path.is_absolute() and path.exists():
-                paths.add(path if path.is_dir() else path.parent)
+                # a local index (.../simple) links its files relative to itself (../../files/...): its parent
+                paths.add(path.parent if path.name == "simple" else path if path.is_dir() else path.parent)
     return [f"--volume={p}:{p}:ro" for p in sorted(paths)], env
 
 
@@ -89,8 +91,9 @@ def test_make_install_on_a_fresh_debian_makes_every_backend_this_machine_has_ava
     script = ("set -e; cd /work; python3.11 --version; ! command -v gcc && ! command -v godot3-server && ! command -v debootstrap; "
               "make install > /work/install.log 2>&1 || { tail -30 /work/install.log; exit 3; }; "
               "grep -v '^WARNING: Location' /work/install.log | tail -20; .venv/bin/gpuenv list backends --json > /work/list.json")
-    # --privileged: make install debootstraps Debian sid for Godot 4 (mounts /proc in the new tree)
-    cmd = [docker, "run", "--rm", "--name", name, "--privileged", "--network", "host", f"--volume={work}:/work", *mounts,
+    # SYS_ADMIN: make install debootstraps Debian sid for Godot 4, which mounts /proc in the new tree (--privileged asks
+    # for capabilities this machine's own sandbox may not have)
+    cmd = [docker, "run", "--rm", "--name", name, "--cap-add", "SYS_ADMIN", "--network", "host", f"--volume={work}:/work", *mounts,
            *(f"--env={k}={v}" for k, v in env.items()), image, "bash", "-c", script]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=2400)
