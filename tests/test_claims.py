@@ -170,7 +170,7 @@ def test_register_values_are_checked_before_any_arithmetic(cli, tmp_path, check,
 # --- decide -------------------------------------------------------------------------------------------
 
 
-VM = "4"  # the project's 2-core Intel VM in results/published, as `gpuenv show results/published` numbers machines
+VM = "5"  # the project's 2-core Intel VM in results/published, as `gpuenv show results/published` numbers machines
 
 
 def test_decide_answers_the_course_question_from_this_machines_records(cli):
@@ -181,7 +181,7 @@ def test_decide_answers_the_course_question_from_this_machines_records(cli):
     assert "row: budget < 50M steps: CPU is fine" in out
     # the newest published run (make bench at 688bf61) measured +inference and learn for halfcheetah: the
     # answer is predicted PPO training, hours, not minutes of stepping; backends without parts say so
-    assert re.search(r"answer: envpool:\w+: trains 1 x 50,000,000 steps in [\d.]+ h \[[\d.]+ h-[\d.]+ h\] on the records' machine \(\[4\] Intel",
+    assert re.search(r"answer: envpool:\w+: trains 1 x 50,000,000 steps in [\d.]+ h \[[\d.]+ h-[\d.]+ h\] on the records' machine \(\[5\] Intel",
                      out), out
     assert "training not predicted" in out and "on this machine" not in out
     assert "needs GPU measurements:" in out and "brax:generalized" in out and "mjx:jax" in out
@@ -208,9 +208,9 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     from gpuenv.decide import EndToEnd, Parts
 
     newest = decide("halfcheetah", 50_000_000, 1, published_records)  # no --machine: the newest records' machine
-    assert newest.machine.startswith("[3] AMD EPYC (2 cores)"), newest.machine  # make bench at 01608be
+    assert newest.machine.startswith("[3] AMD EPYC (2 cores)"), newest.machine  # make bench at 7a77e44 (01608be's machine)
     d = decide("halfcheetah", 50_000_000, 1, published_records, machine="lent-h200")
-    assert d.machine.startswith("[7] lent-h200: ") and "NVIDIA H200" in d.machine and "over 7 runs" in d.machine
+    assert d.machine.startswith("[8] lent-h200: ") and "NVIDIA H200" in d.machine and "over 7 runs" in d.machine
     assert {o.selector for o in d.options} == {"brax:positional", "brax:generalized", "mjx:jax"} and all(o.device == "gpu" for o in d.options)
     brax = next(o for o in d.options if o.selector == "brax:generalized")
     # parts of another run of the same machine (the newest run with parts is half-finished, so left out)
@@ -226,10 +226,10 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     assert "measured end to end, not composed" in d.answer
     assert any("no CPU backend was measured on this machine" in w for w in d.why)
     assert not [n for n in d.needs_gpu if "projection" in n]  # brax and mjx were measured on its GPU: no claim stands in
-    assert len(d.other_machines) == 5 and all(o.startswith("[") for o in d.other_machines)
+    assert len(d.other_machines) == 6 and all(o.startswith("[") for o in d.other_machines)
     # from the VM, the H200's GPU simulator is set beside the VM's quickest CPU backend, each on its own machine
     vm = decide("halfcheetah", 10**9, 1, published_records, machine=VM)
-    (across,) = [v for v in vm.versus if v.startswith("measured on another machine, [7] lent-h200")]
+    (across,) = [v for v in vm.versus if v.startswith("measured on another machine, [8] lent-h200")]
     assert "brax:positional on its GPU, training 48 min for 1 x 1,000,000,000 steps at 2048 envs" in across and "against envpool:sync here, training" in across
     assert "the GPU machine finishes first above" in across
     assert not [v for v in d.versus if v.startswith("measured on another machine")]  # the H200 measured its GPU itself
@@ -657,7 +657,7 @@ def test_decide_numbers_machines_as_show_does_counting_a_machine_with_only_faile
     records = [*published_records, typed(failed)]
     shown = {label: n for n, label, _, _ in runs_by_machine(records)}  # show's numbers
     h200 = next(n for label, n in shown.items() if label.startswith("lent-h200"))
-    assert h200 == 8 and next(iter(shown)).startswith("0-broken-box")
+    assert h200 == 9 and next(iter(shown)).startswith("0-broken-box")
     d = decide("halfcheetah", 50_000_000, 1, records, machine=str(h200))
     assert d.machine.startswith(f"[{h200}] lent-h200: ")  # the machine show calls [8], not the one after it
 

@@ -54,7 +54,8 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     # suite's, as Genesis's headline protocol is (the 15-minute budget, issue 48)
     assert {f"{pc.case.backend}:{pc.case.variant}" for pc in q.items if pc.case.task == "cheetah_run"} == {"envpool:sync", "playground:jax"}
     t_sel = {f"{pc.case.backend}:{pc.case.variant}" for pc in plan(load_suite("throughput", REG), REG).items}
-    assert {"playground:jax-dmc", "genesis:reused-noself", "pufferlib:mp-async", "pufferlib:mp-allcores"} <= t_sel
+    assert {"playground:jax-dmc", "genesis:reused-noself", "pufferlib:mp-async", "pufferlib:mp-allcores", "envpool:async-pinned",
+            "gymnasium:async-noshm"} <= t_sel
     isaac = plan(load_suite(REG.get("isaaclab").suite, REG), REG)
     assert {(pc.case.task, pc.case.variant) for pc in isaac.items} == {("cartpole", "newton_mjwarp"), ("ant", "newton_mjwarp")}
     # two processes a case (asv's default) keep make bench within 15 min on the slower VM (issue 48); throughput keeps 3+
