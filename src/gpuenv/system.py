@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from gpuenv.backends.spec import ROLES, Backend, SystemPackage, _ldconfig_sonames
+from gpuenv.backends.spec import ROLES, Backend, SystemPackage, apt_phrase, forget_libraries
 from gpuenv.registry import default_registry
 
 APT_TIMEOUT_S = 1200
@@ -28,9 +28,7 @@ class BackendPackages:
         if not self.missing:
             new = [p.name for p in self.needed if p.name in installed]
             return f"{self.backend}: {names}: " + (f"installed now ({', '.join(new)})" if new else "present")
-        miss = "; ".join(f"{p.name} ({p.why})" for p in self.missing)
-        return (f"{self.backend}: missing Debian's {miss}: apt-get install {' '.join(p.name for p in self.missing)} "
-                f"(as root), or `make install` as root")
+        return f"{self.backend}: missing {apt_phrase(self.missing)} (as root), or `make install` as root"
 
 
 @dataclass
@@ -47,7 +45,7 @@ class SystemReport:
 
 def declared(roles: tuple[str, ...] = ROLES, backends: list[Backend] | None = None) -> list[BackendPackages]:
     """Each backend that declares packages of those roles: what it needs and what is missing here."""
-    _ldconfig_sonames.cache_clear()  # a library installed since the last look
+    forget_libraries()  # a library installed since the last look
     out = []
     for b in backends if backends is not None else default_registry().visible():
         needed = b.system_needed(roles)

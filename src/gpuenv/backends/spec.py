@@ -88,6 +88,17 @@ class SystemPackage:
         return f"{self.name}={self.image_version}" if pinned and self.image_version else self.name
 
 
+def apt_phrase(packages: list[SystemPackage] | tuple[SystemPackage, ...]) -> str:
+    """"Debian's NAME (why); ...: apt-get install NAME ...": what is missing and the command, in every line that says so."""
+    whys = "; ".join(f"{p.name} ({p.why})" for p in packages)
+    return f"Debian's {whys}: apt-get install {' '.join(p.name for p in packages)}"
+
+
+def forget_libraries() -> None:
+    """Read ldconfig's cache again at the next look (a library installed since)."""
+    _ldconfig_sonames.cache_clear()
+
+
 @functools.cache
 def _ldconfig_sonames() -> frozenset[str]:
     """The sonames ldconfig's cache lists (read once per process; empty where there is no ldconfig)."""
@@ -247,9 +258,7 @@ class Backend:
 
     def system_line(self, missing: list[SystemPackage]) -> str:
         """'<backend> needs Debian packages ... : apt-get install ...', for those missing."""
-        whys = "; ".join(f"{p.name} ({p.why})" for p in missing)
-        return (f"{self.name} needs Debian's {whys}: apt-get install {' '.join(p.name for p in missing)} "
-                "(`make install` installs them as root)")
+        return f"{self.name} needs {apt_phrase(missing)} (`make install` installs them as root)"
 
     def unavailable_reason(self) -> str | None:
         system = self.missing_system()
