@@ -154,6 +154,48 @@ def test_mjx_runs_on_gymnasium_mjcf(tmp_path):
     assert d["physics_timestep_s"] == pytest.approx(0.01) and d["frame_skip"] == 5
 
 
+# Physics (sub)steps per env step as each backend family runs them: Brax's positional pipeline steps its
+# halfcheetah 16 times (the catalogue's frame_skip is 5: physics steps/s was once computed with that),
+# generalized and MJX 5, Gymnasium's and EnvPool's MuJoCo 5, CartPole 1, Playground n_substeps, Atari none.
+PHYSICS_STEPS = [
+    ("brax", "positional", "halfcheetah", 16, False),
+    ("brax", "generalized", "halfcheetah", 5, False),
+    ("brax", "mjx", "halfcheetah", 5, True),
+    ("mjx", "jax", "halfcheetah", 5, True),
+    ("mjx", "jax-brax", "halfcheetah", 5, True),
+    ("gymnasium", "dummy", "halfcheetah", 5, True),
+    ("gymnasium", "dummy", "cartpole", 1, False),
+    ("gymnasium", "dummy", "pong", None, False),
+    ("envpool", "sync", "halfcheetah", 5, True),
+    ("envpool", "sync", "cheetah_run", 1, True),
+    ("envpool", "sync", "pong", None, False),
+    ("playground", "jax", "cartpole_balance", 1, True),
+]
+
+
+@pytest.mark.parametrize(("backend", "variant", "task", "steps", "mujoco_solver"), PHYSICS_STEPS,
+                         ids=[f"{b}:{v}-{t}" for b, v, t, *_ in PHYSICS_STEPS])
+def test_physics_steps_are_what_the_backend_ran_and_mujoco_records_state_their_solver(tmp_path, backend, variant, task, steps, mujoco_solver):
+    from gpuenv.backends import _mujoco
+
+    need(backend)
+    case = Case(backend, variant, task, 2, chunk_steps=5)
+    rec = run_case(tmp_path, case)
+    check_record(rec, case)
+    assert rec["what"]["physics"]["physics_steps_per_env_step"] == steps
+    s = rec["summary"]
+    want = None if steps is None else s["env_steps_per_s"]["median"] * steps
+    assert s["physics_steps_per_s_median"] == (None if want is None else pytest.approx(want))
+    d = rec["what"]["details"]
+    if mujoco_solver:  # every MuJoCo-based record names its solver settings with the shared keys
+        assert {k: d.get(k) is not None for k in _mujoco.KEYS} == dict.fromkeys(_mujoco.KEYS, True), d
+        assert d["precision"] == ("float64" if backend in ("gymnasium", "envpool") else "float32")
+    if (backend, variant) == ("mjx", "jax-brax"):  # Brax's MJX settings (brax/envs/ant.py, backend="mjx")
+        assert (d["solver"], d["iterations"], d["ls_iterations"], d["eulerdamp"]) == ("newton", 1, 4, False)
+    if (backend, variant) == ("mjx", "jax"):  # Gymnasium's model file as shipped: MuJoCo's defaults
+        assert (d["solver"], d["iterations"], d["ls_iterations"], d["eulerdamp"]) == ("newton", 100, 50, True)
+
+
 def test_gpu_required_but_absent_is_a_clear_failure(tmp_path, monkeypatch):
     need("brax")
     import jax

@@ -170,7 +170,7 @@ def test_phase_summary_reset_cost_and_absent_reasons():
         _result([990.0, 1000.0], {"step": _phase([1990.0, 2000.0]), "update": {"absent": "no PPO env"},
                                   "inference": {"failed": "RuntimeError: boom"}}),
     ]
-    s = summarize_case(results, 1, True, num_envs=4, episode_steps=1000)
+    s = summarize_case(results, 1, 1, num_envs=4, episode_steps=1000)
     ThroughputSummary.model_validate(s)  # the record model takes what the builder writes
     ph = s["phases"]
     assert 1.9 < ph["step"]["vs_step_reset"]["median"] < 2.1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -244,3 +245,30 @@ def test_a_records_digest_is_computed_once_and_is_never_part_of_the_record():
     assert "_digest" not in json.dumps(schema.as_dict(a)) and a == b  # derived: never written, never compared
     c = schema.typed({**schema.as_dict(a), "run_id": "another-run"})
     assert record_digest(c) != digest  # another run of the case is another record
+
+
+def _h200_positional() -> dict:
+    path = Path(__file__).parent.parent / "results/published/20261204T160308Z-6e1253/brax-positional-halfcheetah-n2048.json"
+    return json.loads(path.read_text())
+
+
+def test_physics_steps_come_from_what_the_backend_ran_never_the_catalogues_frame_skip():
+    """The H200 record of 2026-12-04 (before backends reported it) multiplied by the catalogue's
+    frame_skip 5 where Brax's positional pipeline ran 16 steps: readers give it no physics figure; a
+    record with the reported count gets env steps/s x that count, in the table and in claims."""
+    from gpuenv.claims.check import in_unit
+    from gpuenv.modes.throughput.report import physics_cell, solver_notes
+
+    old = schema.typed(schema.validate(_h200_positional(), "old.json"))
+    assert old.what.physics.frame_skip == 5 and old.what.details["n_frames"] == 16
+    assert old.physics_steps_per_s() is None and physics_cell(old) == "-"
+    assert in_unit([(old, Path("old.json"))], "physics steps/s") == [] and in_unit([(old, Path("old.json"))], "env steps/s")
+    raw = _h200_positional()
+    raw["what"]["physics"]["physics_steps_per_env_step"] = 16
+    raw["what"]["details"].update(solver="newton", iterations=1, ls_iterations=4, eulerdamp=False, integrator="euler", precision="float32",
+                                  solver_settings="Brax's MJX settings")
+    new = schema.typed(schema.validate(raw, "new.json"))
+    env = new.ok_summary.env_steps_per_s.median
+    assert new.physics_steps_per_s() == pytest.approx(16 * env) and physics_cell(new).endswith("(x16)")
+    assert solver_notes([new, old]) == [
+        "MuJoCo solver, Brax's MJX settings: newton, 1 iterations, 4 line-search, Euler damping off, euler, float32: brax:positional"]

@@ -33,14 +33,17 @@ def duration(s: float) -> str:
     return f"{s / 86400:.1f} days"
 
 
-# matplotlib's tab20 (its ten dark shades, then the ten light ones) and Dark2, as hex, which matplotlib
-# and plotly both read: 27 colours, enough for every backend:variant gpuenv has (the site assigns them
-# in the registry's order, so a backend keeps its colour across figures and sites).
+# matplotlib's tab20 (its ten dark shades, then the ten light ones), Dark2, Paired and Set3, then Set1 and
+# tab20b's darker shades, as hex, which matplotlib and plotly both read: 63 distinct colours, more than
+# gpuenv's 46 backend:variants (the site assigns them in the registry's order, so a backend keeps its
+# colour across figures and sites).
 _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
             "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
             "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#b15928", "#6a3d9a", "#fb9a99",
             "#b2df8a", "#cab2d6", "#fdbf6f", "#a6cee3", "#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
-            "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f"]
+            "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f", "#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628",
+            "#f781bf", "#999999", "#ffff33", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#8ca252",
+            "#bd9e39", "#ad494a", "#a55194"]
 _COLOURS: dict[str, str] = {}
 
 

@@ -3,6 +3,8 @@ builds it: Gymnasium's own vectorisers, SB3's, and PufferLib's. Imports Gymnasiu
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 
 
@@ -18,3 +20,27 @@ def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
         )
         return gym.wrappers.FrameStackObservation(env, 4)
     return gym.make(env_id, max_episode_steps=max_episode_steps)
+
+
+def physics_of(env: gym.Env) -> tuple[int | None, dict]:
+    """(physics steps per env step, solver options) of one built env: a MuJoCo env's frame_skip and its
+    model's options; 1 for classic control (one integrator step per step); None for anything else
+    (Atari's emulator frames, a user's env)."""
+    u: Any = env.unwrapped
+    if hasattr(u, "frame_skip") and type(getattr(u, "model", None)).__name__ == "MjModel":
+        from gpuenv.backends import _mujoco
+
+        return int(u.frame_skip), _mujoco.options(u.model.opt, "float64")
+    if type(u).__module__.startswith("gymnasium.envs.classic_control"):
+        return 1, {}
+    return None, {}
+
+
+def probe_physics(env_id: str, make=make_env) -> tuple[int | None, dict]:
+    """physics_of() an env built the way the vectorisers' env processes build it (read here, in the
+    worker, once: the env processes cannot be asked for an attribute their env may lack)."""
+    env = make(env_id, None)
+    try:
+        return physics_of(env)
+    finally:
+        env.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,7 @@ def device_facts() -> tuple[str, dict]:
         "jax_device_count": jax.device_count(),
         "jax_default_matmul_precision": str(jax.config.jax_default_matmul_precision),  # type: ignore[attr-defined]
         "jax_enable_x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
+        "jax_xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
     return label, {**details, **fallback}  # a GPU image measured on the CPU, as asked: the record says so
 
@@ -60,7 +63,8 @@ def make_chunk(step_fn, chunk_steps: int):
     return jax.jit(chunk)
 
 
-def brax_style_stepper(env, state, action_size: int, native_env_id: str, chunk_steps: int, reset_mode: str, device: str, details: dict):
+def brax_style_stepper(env, state, action_size: int, native_env_id: str, chunk_steps: int, reset_mode: str, device: str, details: dict,
+                       physics_steps: int | None = None):
     """A ScanStepper over a vmapped Brax-style env (Brax, Playground): actions in [-1, 1] on every
     dimension, the observation shape read from the reset state (not env.observation_size: Brax
     computes it by running reset eagerly, 13 s on CPU)."""
@@ -73,6 +77,7 @@ def brax_style_stepper(env, state, action_size: int, native_env_id: str, chunk_s
         reset_mode=reset_mode,
         device=device,
         details=details,
+        physics_steps=physics_steps,
     )
     return ScanStepper(make_chunk(env.step, chunk_steps), state, facts)
 

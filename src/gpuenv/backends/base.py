@@ -82,6 +82,10 @@ class StepperFacts:
     reset_mode: str  # how episodes end and restart inside the timed region
     device: str = "cpu"  # where the simulation ran ("cpu", "gpu:NVIDIA H200" ...)
     details: dict[str, Any] = field(default_factory=dict)  # pipeline, num_threads, start method ...
+    # Physics (sub)steps the simulator ran per env step, read from the env as built (Brax's n_frames,
+    # Playground's n_substeps, MuJoCo's frame_skip x 1, Isaac Lab's decimation x substeps): physics
+    # steps/s is env steps/s times this, never the catalogue's frame_skip. None: the backend cannot say.
+    physics_steps: int | None = None
 
 
 class Stepper(Protocol):

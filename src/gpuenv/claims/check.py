@@ -113,10 +113,19 @@ def rate_in(record: Record, unit: str, frame_skip: int) -> tuple[float, float, f
     if unit == "frames/s":
         f = frame_skip
     elif unit == "physics steps/s":
+        assert s.physics_per_step, f"{record.case_key}: no physics steps per env step (filter with in_unit)"
         f = s.physics_per_step
     else:
         f = 1
     return s.median * f, s.ci_low * f, s.ci_high * f
+
+
+def in_unit(found: list[Candidate], unit: str) -> list[Candidate]:
+    """The candidates that can be read in the claim's unit: for physics steps/s, those whose backend
+    reported the physics steps it ran per env step (never the catalogue's frame_skip)."""
+    if unit != "physics steps/s":
+        return found
+    return [rp for rp in found if _step(rp[0]).physics_per_step]
 
 
 def _measured(rp: Candidate, unit: str, frame_skip: int) -> Measured:
@@ -170,7 +179,7 @@ def check_claim(claim: Claim, records: list[Candidate]) -> Result:
         why_not = cannot_run(c.backend, c.task)
         if why_not:
             return Result(claim, "not measured", to_check=f"gpuenv cannot run it yet: {why_not}", differences=list(claim.notes))
-        pick = closest(candidates(records, c.backend, c.task), c.num_envs)
+        pick = closest(in_unit(candidates(records, c.backend, c.task), claim.unit), c.num_envs)
         hw = "a GPU machine" if claim.hardware_class == "gpu" else claim.hardware
         run = _bench_cmd(c.backend, c.task, c.num_envs)
         if pick is None:
@@ -186,7 +195,7 @@ def check_claim(claim: Claim, records: list[Candidate]) -> Result:
         res = Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs,
                      to_check=f"{run} on {hw}" if device_class(m.record) != claim.hardware_class != "unstated" else "")
         if c.protocol_backend:  # the claim's protocol, at the same size in the same run: only the protocol differs
-            proto = in_run(candidates(records, c.protocol_backend, c.task), m.record.run_id, n)
+            proto = in_run(in_unit(candidates(records, c.protocol_backend, c.task), claim.unit), m.record.run_id, n)
             if proto is None:
                 res.differences.append(f"the claim's own protocol ({c.protocol_backend}) is not measured in the same run yet: "
                                        f"{_bench_cmd(c.protocol_backend, c.task, n)} --backend {c.backend}")

@@ -88,7 +88,7 @@ class StepRate:
     ci_high: float
     num_envs: int
     fixed_s: float  # startup + compile, seconds
-    physics_per_step: int = 1  # simulator frames (physics substeps) per env step: frame_skip
+    physics_per_step: int | None = None  # physics (sub)steps per env step as the backend ran them; None: unknown
 
 
 @dataclass(frozen=True)

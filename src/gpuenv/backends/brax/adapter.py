@@ -10,6 +10,7 @@ import jax
 from brax import envs
 from brax.envs.wrappers import training
 
+from gpuenv.backends import _mujoco
 from gpuenv.backends._jax import ScanStepper, brax_style_stepper, device_facts
 from gpuenv.backends.base import Case
 from gpuenv.backends.spec import NativeTask
@@ -55,14 +56,31 @@ def _open(case: Case, native: NativeTask, *, resets: bool) -> ScanStepper:
         env = training.VmapWrapper(base)
     keys = jax.random.split(jax.random.PRNGKey(case.seed), case.num_envs)
     state = jax.block_until_ready(jax.jit(env.reset)(keys))
+    facts = pipeline_facts(base, case.variant)
     details.update(
         brax=brax.__version__,
-        pipeline=case.variant,
         pipeline_choice="passed explicitly (backend=...), never Brax's default",
-        physics_timestep_s=float(base.sys.opt.timestep),
-        n_frames=int(getattr(base, "_n_frames", 1)),
-        control_dt_s=float(base.dt),
+        **facts,
         episode_length=native.episode_steps if resets else None,
     )
     # Brax actions are in [-1, 1] for every env it ships.
-    return brax_style_stepper(env, state, env.action_size, native.env_id, case.chunk_steps, RESET_MODE if resets else NO_RESETS, device, details)
+    return brax_style_stepper(env, state, env.action_size, native.env_id, case.chunk_steps, RESET_MODE if resets else NO_RESETS, device, details,
+                              physics_steps=facts["n_frames"])
+
+
+def pipeline_facts(env, pipeline: str) -> dict:
+    """The pipeline, its solver settings, and n_frames: pipeline steps per env step, each one physics step."""
+    return {"pipeline": pipeline, **solver_facts(env.sys, pipeline), "n_frames": int(getattr(env, "_n_frames", 1)),
+            "control_dt_s": float(env.dt)}
+
+
+def solver_facts(sys, pipeline: str) -> dict:
+    """MuJoCo's solver options where the pipeline runs them (mjx: MJX's step, with the settings Brax's
+    env file sets); the other pipelines solve constraints their own way, which the record says."""
+    precision = _mujoco.jax_precision()
+    if pipeline == "mjx":
+        return _mujoco.options(sys.opt, precision)
+    own = {"generalized": ("projected-gradient (jaxopt), brax generalized's own", int(sys.solver_iterations))}
+    solver, iterations = own.get(pipeline, (f"brax {pipeline}'s own position/impulse updates", None))
+    return {"physics_timestep_s": float(sys.opt.timestep), "solver": solver, "iterations": iterations,
+            "solver_note": "MuJoCo's solver options do not apply to this pipeline", "precision": precision}

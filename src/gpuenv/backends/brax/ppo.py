@@ -8,12 +8,9 @@ from gpuenv.backends.spec import NativeTask
 
 
 def _pipeline_facts(env, pipeline: str) -> dict:
-    return {
-        "pipeline": pipeline,
-        "physics_timestep_s": float(env.sys.opt.timestep),
-        "n_frames": int(getattr(env, "_n_frames", 1)),
-        "control_dt_s": float(env.dt),
-    }
+    from gpuenv.backends.brax.adapter import pipeline_facts
+
+    return pipeline_facts(env, pipeline)
 
 
 def make_vecenv(pipeline: str, native: NativeTask, num_envs: int, seed: int):

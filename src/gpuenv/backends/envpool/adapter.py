@@ -10,6 +10,7 @@ Atari's plain resize).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
@@ -60,6 +61,25 @@ def own_protocol(variant: str, env_id: str) -> dict[str, Any]:
     return out
 
 
+def physics_of(config: Any, env_id: str) -> tuple[int | None, dict]:
+    """(physics steps per env step, solver options) from the env's own config: its MuJoCo frame_skip
+    (Gymnasium's tasks and dm_control's) and the model file it loads, read here with MuJoCo; 1 for
+    CartPole (one integrator step per step); None for Atari (emulator frames, no physics step)."""
+    fields = config._fields
+    if "xml_file" in fields:  # Gymnasium's MuJoCo tasks
+        path = os.path.join(config.base_path, "mujoco", "assets_gym", config.xml_file)
+    elif "task_name" in fields:  # dm_control's: the domain's model file (CheetahRun -> cheetah.xml)
+        domain = re.match(r"[A-Z][a-z]+", env_id)
+        path = os.path.join(config.base_path, "mujoco", "assets_dmc", f"{domain.group(0).lower() if domain else ''}.xml")
+    elif env_id.startswith("CartPole"):
+        return 1, {}
+    else:
+        return None, {}
+    from gpuenv.backends import _mujoco
+
+    return int(config.frame_skip), _mujoco.file_options(path) if os.path.exists(path) else {"solver": f"not read: {path} absent"}
+
+
 class EnvPoolStepper:
     def __init__(self, case: Case, native: NativeTask, *, no_time_limit: bool = False) -> None:
         require_env(native.env_id)
@@ -95,6 +115,7 @@ class EnvPoolStepper:
         self.calls_per_chunk = case.chunk_steps * n // self.batch
         self._actions: Any = None  # set by load_actions before run
         self._i = 0
+        physics_steps, solver = physics_of(self.env.spec.config, native.env_id)
         self.facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=flat_obs_shape(self.env.observation_space),
@@ -108,7 +129,9 @@ class EnvPoolStepper:
                 "num_threads": self.num_threads,
                 "env_type": "gymnasium",
                 "xla_interface": XLA_INTERFACE,
+                **solver,
             },
+            physics_steps=physics_steps,
         )
 
     def load_actions(self, pool: np.ndarray) -> None:

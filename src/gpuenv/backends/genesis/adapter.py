@@ -82,6 +82,7 @@ class GenesisStepper:
             reset_mode=RESET_MODE,
             device="cpu",
             details=details,
+            physics_steps=int(self.scene.substeps),  # one scene.step() per env step
         )
 
     def load_actions(self, pool: np.ndarray) -> None:
@@ -187,6 +188,7 @@ class PendulumStepper(HostLoop):
             reset_mode=RESET_PENDULUM,
             device="cpu",
             details=details,
+            physics_steps=self.env.frame_skip * int(self.env.scene.substeps),  # frame_skip scene.step()s per env step
         )
 
     def close(self) -> None:

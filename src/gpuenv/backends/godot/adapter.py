@@ -354,6 +354,7 @@ class GodotStepper:
                 action_space=self.pool.action_space(),
                 reset_mode=RESET_MODE,
                 details=self.pool.details(),
+                physics_steps=self.pool.flags.action_repeat,  # godot-rl repeats each action for this many physics ticks
             )
         except BaseException:
             self.pool.close()

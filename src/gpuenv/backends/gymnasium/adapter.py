@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from gpuenv.backends._common import HostLoop, action_space_of, flat_obs_shape
-from gpuenv.backends._gym_make import make_env
+from gpuenv.backends._gym_make import make_env, probe_physics
 from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
 
@@ -80,6 +80,8 @@ class GymnasiumStepper(HostLoop):
         self._sb3 = case.variant in ("subproc", "dummy")
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
+        physics_steps, solver = probe_physics(native.env_id, make)
+        details.update(solver)
         self.facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=flat_obs_shape(self.env.observation_space if self._sb3 else self.env.single_observation_space),
@@ -87,6 +89,7 @@ class GymnasiumStepper(HostLoop):
             reset_mode=reset_mode,
             device="cpu",
             details=details,
+            physics_steps=physics_steps,
         )
 
     def close(self) -> None:

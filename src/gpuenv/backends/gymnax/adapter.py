@@ -49,6 +49,8 @@ def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the ada
         reset_mode=RESET_MODE,
         device=device,
         details=details,
+        # CartPole: one Euler step per env step, as Gymnasium's; MinAtar: a game tick, no physics
+        physics_steps=1 if native.physics_dt_s is not None else None,
     )
     return ScanStepper(make_chunk(step_fn, case.chunk_steps), (key, states), facts)
 

@@ -75,6 +75,8 @@ class IsaacLabStepper:
             action_space=ActionSpace("box", low=(-1.0,) * act_dim, high=(1.0,) * act_dim),
             reset_mode=RESET_MODE,
             device=f"gpu:{torch.cuda.get_device_name(0)}" if on_gpu else "cpu",
+            # decimation physics steps per env step, each of num_substeps solver substeps where the preset has them
+            physics_steps=int(details.get("decimation", 1)) * int(details.get("num_substeps", 1)),
             details={
                 **details,
                 "sim_device": self.device,

@@ -9,10 +9,15 @@ BACKEND = Backend(
     adapter="gpuenv.backends.mjx.adapter",
     requires=("mujoco", "jax", "gymnasium"),
     extra="mjx",
-    variants=("jax",),
+    variants=("jax", "jax-brax"),
     description="mujoco.mjx on Gymnasium's MJCF models, vmapped in a jit-compiled lax.scan chunk",
     device="gpu",
-    variant_notes={"jax": "MJX implementation 'jax' (runs on CPU and GPU)"},
+    variant_notes={
+        "jax": "Gymnasium's model file as shipped (MuJoCo's default solver: Newton, 100 iterations, 50 line-search, "
+               "Euler damping on): the physics Gymnasium's and EnvPool's rows step; MJX implementation 'jax'",
+        "jax-brax": "the same model with Brax's MJX solver settings (brax/envs/ant.py, humanoid.py: Newton, 1 iteration, "
+                    "4 line-search, Euler damping off), what MJX users run on accelerators; MJX 'jax'",
+    },
     packages=("mujoco-mjx", "mujoco", "playground", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin"),
     library="mujoco-mjx",
     tasks={

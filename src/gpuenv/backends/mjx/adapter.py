@@ -18,11 +18,17 @@ import jax.numpy as jnp
 import mujoco
 from mujoco import mjx
 
+from gpuenv.backends import _mujoco
 from gpuenv.backends._jax import ScanStepper, device_facts, make_chunk
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
 
 IMPL = "jax"
+# The solver settings each variant runs: jax, Gymnasium's model file as shipped (MuJoCo's defaults:
+# Newton, 100 iterations, 50 line-search, Euler damping on; the like-for-like row beside Gymnasium's
+# and EnvPool's MuJoCo); jax-brax, the settings Brax and Playground train MJX with on accelerators.
+SETTINGS: dict[str, _mujoco.SolverSettings | None] = {"jax": None, "jax-brax": _mujoco.BRAX_MJX}
+AS_SHIPPED = "Gymnasium's model file as shipped (MuJoCo's defaults)"
 RESET_MODE = "auto-reset to the cached initial state (no reset noise), inside the scan"
 ASSETS = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
 
@@ -39,13 +45,17 @@ class MjxEnv:
     (data, t, obs, reward, done, truncated) and obs/reward/done are those of the step just taken
     (obs before the auto-reset; `reset_obs` is what a reset env observes next)."""
 
-    def __init__(self, native: NativeTask, num_envs: int) -> None:
+    def __init__(self, native: NativeTask, num_envs: int, variant: str = "jax") -> None:
         if native.env_id not in TASK_RULES:
             raise ValueError(f"mjx adapter has no env rules for {native.env_id}")
         skip, healthy_z, fwd_w, ctrl_w, healthy_r = TASK_RULES[native.env_id]
         m = mujoco.MjModel.from_xml_path(str(ASSETS / native.env_id))
+        self.settings = SETTINGS[variant]
+        if self.settings is not None:
+            self.settings.apply(m)
         mx = mjx.put_model(m, impl=IMPL)
         frame_skip, limit = native.frame_skip, native.episode_steps
+        self.physics_steps = frame_skip  # mjx.step calls per env step (the fori_loop below)
         dt = float(m.opt.timestep) * frame_skip
         # One jitted call: run eagerly, forward() dispatches hundreds of tiny kernels (a minute on CPU).
         init = jax.jit(lambda: mjx.forward(mx, mjx.make_data(mx, impl=IMPL)))()
@@ -90,12 +100,11 @@ class MjxEnv:
         )
 
     def details(self) -> dict:
-        m = self.model
         return {
             "mjx_impl": IMPL,
-            "physics_timestep_s": float(m.opt.timestep),
-            "solver": mujoco.mjtSolver(m.opt.solver).name,
-            "integrator": mujoco.mjtIntegrator(m.opt.integrator).name,
+            **_mujoco.options(self.model.opt, _mujoco.jax_precision()),
+            "solver_settings": AS_SHIPPED if self.settings is None else self.settings.name,
+            "solver_settings_source": "gymnasium/envs/mujoco/assets" if self.settings is None else self.settings.source,
             "env_layer": "gpuenv minimal Gymnasium-v5 rules (obs, reward, termination, time limit)",
         }
 
@@ -106,7 +115,7 @@ class MjxEnv:
 
 def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the adapter contract
     device, details = device_facts()
-    env = MjxEnv(native, case.num_envs)
+    env = MjxEnv(native, case.num_envs, case.variant)
     state = env.init()
     details.update(
         env.details(),
@@ -120,5 +129,6 @@ def open(case: Case, native: NativeTask) -> ScanStepper:  # noqa: A001 - the ada
         reset_mode=RESET_MODE,
         device=device,
         details=details,
+        physics_steps=env.physics_steps,
     )
     return ScanStepper(make_chunk(env.step, case.chunk_steps), state, facts)

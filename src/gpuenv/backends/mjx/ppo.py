@@ -16,7 +16,7 @@ def make_vecenv(variant: str, native: NativeTask, num_envs: int, seed: int):
     from gpuenv.backends.mjx.adapter import MjxEnv
     from gpuenv.backends.vecenv import JaxVecEnv
 
-    env = MjxEnv(native, num_envs)
+    env = MjxEnv(native, num_envs, variant)
 
     def reset():
         state = env.init()

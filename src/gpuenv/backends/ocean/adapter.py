@@ -33,6 +33,7 @@ class OceanStepper(HostLoop):
             reset_mode=RESET_MODE,
             device="cpu",
             details=details,
+            physics_steps=int(details["env_kwargs"].get("frameskip", 1)),  # game ticks (C steps) per env step, as built
         )
 
     def close(self) -> None:

@@ -37,4 +37,5 @@ def _open(case: Case, native: NativeTask, *, resets: bool) -> ScanStepper:
     keys = jax.random.split(jax.random.PRNGKey(case.seed), case.num_envs)
     state = jax.block_until_ready(jax.jit(env.reset)(keys))
     details.update(physics.facts(base, case.variant), episode_length=native.episode_steps if resets else None)
-    return brax_style_stepper(env, state, base.action_size, native.env_id, case.chunk_steps, RESET_MODE if resets else NO_RESETS, device, details)
+    return brax_style_stepper(env, state, base.action_size, native.env_id, case.chunk_steps, RESET_MODE if resets else NO_RESETS, device, details,
+                              physics_steps=int(base.n_substeps))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import mujoco
 
+from gpuenv.backends import _mujoco
+
 # dm_control's <option> for the suite's models Playground ports (MuJoCo's defaults where dm_control
 # sets nothing): Playground lowered iterations and ls_iterations, disabled Euler damping, moved
 # cartpole from RK4 to Euler, and gave cheetah MJX's contact culling (max_contact_points 6,
@@ -26,8 +28,7 @@ def restore_dmc(model: mujoco.MjModel, env_id: str) -> None:
     model.opt.iterations = opts["iterations"]
     model.opt.ls_iterations = opts["ls_iterations"]
     model.opt.integrator = opts["integrator"]
-    bit = int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-    model.opt.disableflags = (model.opt.disableflags & ~bit) if opts["eulerdamp"] else (model.opt.disableflags | bit)
+    _mujoco.set_eulerdamp(model, opts["eulerdamp"])
     for i in range(model.nnumeric):  # MJX reads -1 as "no culling", as if the numeric were absent
         if model.numeric(i).name in CULLING:
             model.numeric_data[model.numeric_adr[i]] = -1
@@ -62,19 +63,11 @@ def _version() -> str:
 
 
 def options(model: mujoco.MjModel) -> dict:
-    """The model's solver options as they ran."""
-    opt = model.opt
+    """The model's solver options as they ran (the names every MuJoCo-based record shares), with MJX's
+    contact culling."""
     numeric = {model.numeric(i).name: int(model.numeric(i).data[0]) for i in range(model.nnumeric)}
     return {
-        "physics_timestep_s": float(opt.timestep),
-        "integrator": mujoco.mjtIntegrator(opt.integrator).name.removeprefix("mjINT_").lower(),
-        "solver": mujoco.mjtSolver(opt.solver).name.removeprefix("mjSOL_").lower(),
-        "cone": mujoco.mjtCone(opt.cone).name.removeprefix("mjCONE_").lower(),
-        "iterations": int(opt.iterations),
-        "ls_iterations": int(opt.ls_iterations),
-        "tolerance": float(opt.tolerance),
-        "eulerdamp": not opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
-        "contacts": not opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_CONTACT),
+        **_mujoco.options(model.opt, _mujoco.jax_precision()),
         # MJX's contact culling (Playground sets it on cheetah; MuJoCo's C engine ignores it); None: none
         **{k: numeric[k] if numeric.get(k, -1) > -1 else None for k in CULLING},
     }

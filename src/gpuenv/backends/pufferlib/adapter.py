@@ -18,7 +18,7 @@ import pufferlib.emulation
 import pufferlib.vector
 
 from gpuenv.backends._common import action_space_of, flat_obs_shape
-from gpuenv.backends._gym_make import make_env
+from gpuenv.backends._gym_make import make_env, probe_physics
 from gpuenv.backends.base import NO_RESETS, NO_TIME_LIMIT, Case, StepperFacts
 from gpuenv.backends.spec import NativeTask
 
@@ -103,6 +103,8 @@ class PufferStepper:
             raise
         self._actions: Any = None
         self._i = 0
+        physics_steps, solver = probe_physics(native.env_id)
+        details.update(solver)
         self.facts = StepperFacts(
             native_env_id=native.env_id,
             obs_shape=flat_obs_shape(self.env.single_observation_space),
@@ -110,6 +112,7 @@ class PufferStepper:
             reset_mode=NO_RESETS if no_time_limit else RESET_MODE,
             device="cpu",
             details=details,
+            physics_steps=physics_steps,
         )
 
     def load_actions(self, pool: np.ndarray) -> None:

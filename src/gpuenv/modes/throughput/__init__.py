@@ -73,7 +73,7 @@ class Throughput(Mode["ThroughputRecord"]):
         s = record.ok_summary
         e = s.env_steps_per_s
         return StepRate(e.median, e.ci_low, e.ci_high, record.case.num_envs, s.startup_s_median + s.compile_s_median,
-                        record.what.physics.frame_skip)
+                        record.what.physics.physics_steps_per_env_step)
 
     def phase_rows(self, record: ThroughputRecord) -> list[list[str]]:
         from gpuenv.modes.throughput.report import case_phase_rows

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuenv.backends.base import ACTION_DISTRIBUTION
 from gpuenv.measure import stats
@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 MODE_NAME = "env-step-throughput"
 
 
-def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_envs: int = 1,
+def summarize_case(results: list[dict], frame_skip: int, physics_steps: int | None, num_envs: int = 1,
                    episode_steps: int | None = None, timeout_s: float = 0.0) -> dict:
+    """physics_steps: physics (sub)steps per env step as the backend ran them (None: no physics figure)."""
     groups = [r["env_steps_per_s"] for r in results]
     s = stats.summarize(groups)
     warnings = []
@@ -36,7 +37,7 @@ def summarize_case(results: list[dict], frame_skip: int, has_physics: bool, num_
         **energy_per_m_steps(results),
         "env_steps_per_s": s.to_dict(),
         "frames_per_s_median": s.median * frame_skip,
-        "physics_steps_per_s_median": s.median * frame_skip if has_physics else None,
+        "physics_steps_per_s_median": s.median * physics_steps if physics_steps else None,
         "startup_s_median": stats.upper_median(r["startup_s"] for r in results),
         "compile_s_median": stats.upper_median(r["phases_s"]["compile"] for r in results),
         "compile_s_cold": compile_cold,
@@ -122,13 +123,16 @@ def build_record(planned: PlannedCase, outcomes: list[Outcome], ctx: RecordConte
     if status != "ok":
         done = []  # no summary for a failed case; its finished processes stay in processes[]
     facts: dict = next((o.result["facts"] for o in outcomes if o.result is not None), {})
-    physics = {
+    reported = facts.get("physics_steps")
+    physics: dict[str, Any] = {
         "control_dt_s": native.control_dt_s,
         "frame_skip": native.frame_skip,
         "physics_dt_s": native.physics_dt_s,
         "episode_steps": native.episode_steps,
+        # what the backend ran, not the catalogue's frame_skip; none where frames are not physics (Atari)
+        "physics_steps_per_env_step": reported if native.physics_dt_s is not None else None,
     }
-    summary = (summarize_case(done, native.frame_skip, native.physics_dt_s is not None, case.num_envs, native.episode_steps,
+    summary = (summarize_case(done, native.frame_skip, physics["physics_steps_per_env_step"], case.num_envs, native.episode_steps,
                               planned.measure.timeout_s) if done else None)
     processes = []
     for o in outcomes:

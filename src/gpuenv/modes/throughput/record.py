@@ -21,9 +21,13 @@ class ThroughputCase(CaseBase):
 
 class Physics(Model):
     control_dt_s: PosFloat | None
-    frame_skip: PosInt  # simulator frames (or physics substeps) per agent step
+    frame_skip: PosInt  # the catalogue's simulator frames (or physics substeps) per agent step
     physics_dt_s: PosFloat | None
     episode_steps: PosInt
+    # physics (sub)steps the backend ran per env step, as it reported them (StepperFacts.physics_steps);
+    # null: no physics timestep (Atari), the backend cannot say, or a record from before 2026-12-07,
+    # whose physics_steps_per_s_median was env steps/s x the catalogue's frame_skip
+    physics_steps_per_env_step: PosInt | None = None
 
 
 class ThroughputWhat(WhatBase):
@@ -86,7 +90,8 @@ class PhaseSummary(Model):
 class ThroughputSummary(SummaryBase):
     env_steps_per_s: RateInterval
     frames_per_s_median: PosFloat
-    physics_steps_per_s_median: PosFloat | None  # null where frames are not physics steps (Atari)
+    # env steps/s x what.physics.physics_steps_per_env_step; null where that is null (Atari, or not reported)
+    physics_steps_per_s_median: PosFloat | None
     compile_s_cold: list[NonNegFloat]
     compile_s_warm: list[NonNegFloat]
     cpu_percent_mean: list[NonNegFloat | None]
@@ -114,6 +119,13 @@ class ThroughputRecord(RecordBase):
     @property
     def ok_summary(self) -> ThroughputSummary:
         return self._summary_of_ok(self.summary)
+
+    def physics_steps_per_s(self) -> float | None:
+        """Physics (sub)steps/s: the median env steps/s x the physics steps the backend reported running
+        per env step; None where it reported none (Atari, or a record from before it was recorded,
+        whose summary figure used the catalogue's frame_skip)."""
+        k = self.what.physics.physics_steps_per_env_step
+        return self.ok_summary.env_steps_per_s.median * k if k and self.status == "ok" else None
 
     def rate_groups(self) -> list[list[float]]:
         """env steps/s values per worker process that measured any (stats.ratio's groups)."""

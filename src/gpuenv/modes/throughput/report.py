@@ -26,6 +26,12 @@ def speedup(record: ThroughputRecord, baseline: ThroughputRecord | None) -> stat
     return stats.ratio(record.rate_groups(), baseline.rate_groups())
 
 
+def physics_cell(r: ThroughputRecord) -> str:
+    """Physics steps/s and the steps per env step behind it ("-": none reported)."""
+    p = r.physics_steps_per_s()
+    return "-" if p is None else f"{fmt_rate(p)} (x{r.what.physics.physics_steps_per_env_step})"
+
+
 def tables(records: Records, details: bool = False) -> list[Table]:
     """Per task; the bottleneck column says its short label (`round trip`, `simulator CPU` ...) unless
     details asks for the whole line with its core counts."""
@@ -38,12 +44,15 @@ def tables(records: Records, details: bool = False) -> list[Table]:
     for task, recs in by_task.items():
         # The baseline comes from the same run (same machine, same moment), never from another.
         base = {(r.run_id, r.case.num_envs): r for r in recs if (r.case.backend, r.case.variant) == baseline and r.status == "ok"}
-        t = Table(title=f"{task}: env steps/s, median and 95% interval", title_justify="left")
+        # under the table: the MuJoCo solver settings each row ran (rows of one set compare like with like)
+        t = Table(title=f"{task}: env steps/s, median and 95% interval; physics/s: physics steps/s (x per env step)",
+                  title_justify="left", caption="\n".join(solver_notes(recs)) or None, caption_justify="left")
         for col, just in [
             ("backend", "left"),
             ("envs", "right"),
             ("steps/s", "right"),
             ("95% interval", "right"),
+            ("physics/s", "right"),
             (vs, "right"),
             ("compile s", "right"),
             ("host MiB (/env)", "right"),
@@ -53,7 +62,7 @@ def tables(records: Records, details: bool = False) -> list[Table]:
         for r in sorted(recs, key=lambda r: (r.case.num_envs, r.case.backend, r.case.variant)):
             c = r.case
             if r.failure is not None:
-                t.add_row(c.label, str(c.num_envs), f"[red]{r.failure.kind.value}[/]", markup(r.failure.reason[:60]), "", "", "", "")
+                t.add_row(c.label, str(c.num_envs), f"[red]{r.failure.kind.value}[/]", markup(r.failure.reason[:60]), "", "", "", "", "")
                 continue
             sm = r.ok_summary
             s = sm.env_steps_per_s
@@ -69,6 +78,7 @@ def tables(records: Records, details: bool = False) -> list[Table]:
                 str(c.num_envs),
                 fmt_rate(s.median),
                 interval,
+                physics_cell(r),
                 sp_text,
                 f"{max(compile_s):.1f}",
                 sm.host_memory_cell(),
@@ -184,6 +194,22 @@ def footnotes(records: Records) -> list[str]:
     return lines + fits(records) + phase_notes(records)
 
 
+def solver_notes(records: Records) -> list[str]:
+    """Which MuJoCo solver settings each row ran, grouped: one line per settings set with its rows
+    (MJX's speed under vmap follows its iterations; a row is only comparable with rows of its set)."""
+    groups: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        d = r.what.details
+        if r.status != "ok" or d.get("ls_iterations") is None:
+            continue
+        named = f"{d['solver_settings']}: " if d.get("solver_settings") else ""
+        damp = "Euler damping on" if d.get("eulerdamp") else "Euler damping off"
+        key = (f"{named}{d.get('solver')}, {d.get('iterations')} iterations, {d.get('ls_iterations')} line-search, "
+               f"{damp}, {d.get('integrator')}, {d.get('precision')}")
+        groups[key].add(r.case.label)
+    return [f"MuJoCo solver, {k}: {', '.join(sorted(v))}" for k, v in sorted(groups.items())]
+
+
 def fits(records: Records) -> list[str]:
     """Per task and backend:variant with a case that ran out of memory: the largest num_envs that fit."""
     groups: dict[tuple[str, str], Records] = defaultdict(list)
@@ -218,6 +244,8 @@ def markdown(records: Records) -> str:
     for task, backend in sorted(by_row, key=lambda k: (_task_rank(k[0]), k[1])):
         cells = by_row[(task, backend)]
         lines.append(f"| {task} | {backend} | " + " | ".join(cells.get(n, "") for n in sizes) + " |")
+    notes = solver_notes(records)
+    lines += ["", *(f"- {n}" for n in notes)] if notes else []
     return "\n".join(lines) + phases_markdown(records)
 
 
@@ -333,8 +361,10 @@ def site_sections(tp: Records, out: Path, num_envs: int | None = None) -> Iterat
         rows = []
         for r in sorted(tp, key=lambda r: (task_rank(r.case.task), r.case.label, r.case.num_envs)):
             s = r.ok_summary.env_steps_per_s
-            rows.append([r.case.task, r.case.label, r.case.num_envs, fmt_rate(s.median), f"{fmt_rate(s.ci_low)}-{fmt_rate(s.ci_high)}", r.run_id])
-        yield ("<h2 id='throughput-table'>All throughput cases</h2>" + html_table(["task", "backend", "envs", "steps/s", "95% interval", "run"], rows, "throughput"))
+            rows.append([r.case.task, r.case.label, r.case.num_envs, fmt_rate(s.median), f"{fmt_rate(s.ci_low)}-{fmt_rate(s.ci_high)}",
+                         physics_cell(r), r.run_id])
+        yield ("<h2 id='throughput-table'>All throughput cases</h2>"
+               + html_table(["task", "backend", "envs", "env steps/s", "95% interval", "physics steps/s (x per env step)", "run"], rows, "throughput"))
         phase_rows = _phase_rows(tp)
         if phase_rows:
             from gpuenv.modes.throughput.phases import LEGEND

@@ -65,6 +65,7 @@ def measure_case(spec: dict, clock: Callable[[], float] = time.perf_counter, kee
             "reset_mode": facts.reset_mode,
             "device": facts.device,
             "details": facts.details,
+            "physics_steps": facts.physics_steps,
         },
         "startup_s": import_s + build_s,
         "phases_s": {"import": import_s, "build_and_reset": build_s, "compile": m.compile_s, **stages},
