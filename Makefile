@@ -86,9 +86,11 @@ bench-pytest: $(STAMP)
 doctor: $(STAMP)
 	$(GPUENV) doctor $(ARGS)
 
-## The harness's own cost: gpuenv vs a hand-written loop, EnvPool and Brax, one run.
+## The harness against hand-written loops (bench/overhead.py), then against the frameworks' own benchmarks
+## at matched settings (gpuenv peers: mjx.benchmark, brax.test_utils.benchmark), ratios in physics steps/s.
 bench-overhead: $(STAMP)
 	$(BIN)/python bench/overhead.py $(ARGS)
+	$(GPUENV) peers
 
 smoke: $(STAMP)
 	$(GPUENV) bench --suite smoke $(ARGS)

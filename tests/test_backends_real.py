@@ -48,6 +48,7 @@ def check_record(rec: dict, case: Case) -> None:
     p = rec["processes"][0]
     assert p["steps_per_value"] == p["loops"] * case.chunk_steps * case.num_envs
     assert p["resources"]["samples"] >= 1
+    check_physics(rec, case)
 
 
 @pytest.mark.parametrize("variant", ["subproc", "dummy", "sync", "async", "async-noshm"])
@@ -152,48 +153,58 @@ def test_mjx_runs_on_gymnasium_mjcf(tmp_path):
     d = rec["what"]["details"]
     assert d["mjx_impl"] == "jax" and d["model_file"].endswith("half_cheetah.xml")
     assert d["physics_timestep_s"] == pytest.approx(0.01) and d["frame_skip"] == 5
+    # Gymnasium's model file as shipped: MuJoCo's defaults
+    assert (d["solver"], d["iterations"], d["ls_iterations"], d["eulerdamp"]) == ("newton", 100, 50, True)
 
 
-# Physics (sub)steps per env step as each backend family runs them: Brax's positional pipeline steps its
-# halfcheetah 16 times (the catalogue's frame_skip is 5: physics steps/s was once computed with that),
-# generalized and MJX 5, Gymnasium's and EnvPool's MuJoCo 5, CartPole 1, Playground n_substeps, Atari none.
-PHYSICS_STEPS = [
-    ("brax", "positional", "halfcheetah", 16, False),
-    ("brax", "generalized", "halfcheetah", 5, False),
-    ("brax", "mjx", "halfcheetah", 5, True),
-    ("mjx", "jax", "halfcheetah", 5, True),
-    ("mjx", "jax-brax", "halfcheetah", 5, True),
-    ("gymnasium", "dummy", "halfcheetah", 5, True),
-    ("gymnasium", "dummy", "cartpole", 1, False),
-    ("gymnasium", "dummy", "pong", None, False),
-    ("envpool", "sync", "halfcheetah", 5, True),
-    ("envpool", "sync", "cheetah_run", 1, True),
-    ("envpool", "sync", "pong", None, False),
-    ("playground", "jax", "cartpole_balance", 1, True),
-]
+# Physics (sub)steps per env step as each backend family runs them, checked in every record check_record
+# sees: Brax's positional pipeline steps its halfcheetah 16 times (the catalogue's frame_skip is 5: physics
+# steps/s was once computed with that), generalized and MJX 5, Gymnasium's and EnvPool's MuJoCo 5,
+# CartPole 1, Playground n_substeps, Atari none; and whether MuJoCo's solver settings apply (then the
+# record names them with the shared keys). Keyed (backend, variant, task), variant None: any.
+PHYSICS = {
+    ("brax", "positional", "halfcheetah"): (16, False),
+    ("brax", "generalized", "halfcheetah"): (5, False),
+    ("brax", "mjx", "halfcheetah"): (5, True),
+    ("mjx", None, "halfcheetah"): (5, True),
+    ("gymnasium", None, "halfcheetah"): (5, True),
+    ("gymnasium", None, "cartpole"): (1, False),
+    ("gymnasium", None, "pong"): (None, False),
+    ("envpool", None, "halfcheetah"): (5, True),
+    ("envpool", None, "cheetah_run"): (1, True),
+    ("envpool", None, "pong"): (None, False),
+    ("playground", None, "cartpole_balance"): (1, True),
+}
 
 
-@pytest.mark.parametrize(("backend", "variant", "task", "steps", "mujoco_solver"), PHYSICS_STEPS,
-                         ids=[f"{b}:{v}-{t}" for b, v, t, *_ in PHYSICS_STEPS])
-def test_physics_steps_are_what_the_backend_ran_and_mujoco_records_state_their_solver(tmp_path, backend, variant, task, steps, mujoco_solver):
+def check_physics(rec: dict, case: Case) -> None:
     from gpuenv.backends import _mujoco
 
+    want = PHYSICS.get((case.backend, case.variant, case.task)) or PHYSICS.get((case.backend, None, case.task))
+    if want is None:
+        return
+    steps, mujoco_solver = want
+    assert rec["what"]["physics"]["physics_steps_per_env_step"] == steps
+    s = rec["summary"]
+    assert s["physics_steps_per_s_median"] == (None if steps is None else pytest.approx(s["env_steps_per_s"]["median"] * steps))
+    d = rec["what"]["details"]
+    if mujoco_solver:  # every MuJoCo-based record names its solver settings with the shared keys
+        assert {k: d.get(k) is not None for k in _mujoco.KEYS} == dict.fromkeys(_mujoco.KEYS, True), d
+        assert d["precision"] == ("float64" if case.backend in ("gymnasium", "envpool") else "float32")
+
+
+# the families no other test here runs
+@pytest.mark.parametrize(("backend", "variant", "task"), [("brax", "positional", "halfcheetah"), ("brax", "mjx", "halfcheetah"),
+                                                          ("mjx", "jax-brax", "halfcheetah"), ("gymnasium", "dummy", "halfcheetah"),
+                                                          ("envpool", "sync", "cheetah_run"), ("playground", "jax", "cartpole_balance")])
+def test_physics_steps_are_what_the_backend_ran_and_mujoco_records_state_their_solver(tmp_path, backend, variant, task):
     need(backend)
     case = Case(backend, variant, task, 2, chunk_steps=5)
     rec = run_case(tmp_path, case)
     check_record(rec, case)
-    assert rec["what"]["physics"]["physics_steps_per_env_step"] == steps
-    s = rec["summary"]
-    want = None if steps is None else s["env_steps_per_s"]["median"] * steps
-    assert s["physics_steps_per_s_median"] == (None if want is None else pytest.approx(want))
     d = rec["what"]["details"]
-    if mujoco_solver:  # every MuJoCo-based record names its solver settings with the shared keys
-        assert {k: d.get(k) is not None for k in _mujoco.KEYS} == dict.fromkeys(_mujoco.KEYS, True), d
-        assert d["precision"] == ("float64" if backend in ("gymnasium", "envpool") else "float32")
     if (backend, variant) == ("mjx", "jax-brax"):  # Brax's MJX settings (brax/envs/ant.py, backend="mjx")
         assert (d["solver"], d["iterations"], d["ls_iterations"], d["eulerdamp"]) == ("newton", 1, 4, False)
-    if (backend, variant) == ("mjx", "jax"):  # Gymnasium's model file as shipped: MuJoCo's defaults
-        assert (d["solver"], d["iterations"], d["ls_iterations"], d["eulerdamp"]) == ("newton", 100, 50, True)
 
 
 def test_gpu_required_but_absent_is_a_clear_failure(tmp_path, monkeypatch):
@@ -207,3 +218,19 @@ def test_gpu_required_but_absent_is_a_clear_failure(tmp_path, monkeypatch):
     o = run_process(spec, 0, 300, tmp_path)
     assert o.result is None
     assert o.failure["reason"].startswith("JAX is running on 'cpu', not the GPU")
+
+
+def test_a_model_file_this_mujoco_cannot_compile_is_read_as_xml_over_mujocos_defaults():
+    """EnvPool's hopper.xml uses global coordinates (dropped in MuJoCo 2.3.4; EnvPool runs its own
+    MuJoCo build): its solver settings come from its <option> over MuJoCo's defaults, and say so."""
+    need("envpool")
+    from pathlib import Path
+
+    import envpool_assets
+
+    from gpuenv.backends._mujoco import file_options
+
+    d = file_options(str(Path(envpool_assets.__file__).parent / "mujoco/assets_gym/hopper.xml"))
+    assert (d["integrator"], d["physics_timestep_s"], d["solver"], d["iterations"], d["ls_iterations"]) == ("rk4", 0.002, "newton", 100, 50)
+    assert "not compiled here" in d["options_read"]
+    assert "options_read" not in file_options(str(Path(envpool_assets.__file__).parent / "mujoco/assets_gym/half_cheetah.xml"))

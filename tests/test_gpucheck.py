@@ -104,7 +104,8 @@ def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path
     assert "GPU none (nvidia-smi not found): GPUENV_CPU_OK=1, 16 envs on the CPU" in r.stdout and "brax 0.14" in r.stdout
     (run_dir,) = out.iterdir()
     records = {p.stem: json.loads(p.read_text()) for p in run_dir.glob("*.json")}
-    assert set(records) == {"brax-generalized-halfcheetah-n16", "mjx-jax-halfcheetah-n16", "brax-positional-halfcheetah-n16"}
+    assert set(records) == {"brax-generalized-halfcheetah-n16", "mjx-jax-halfcheetah-n16", "mjx-jax-brax-halfcheetah-n16",
+                            "brax-positional-halfcheetah-n16"}
     brax = records["brax-generalized-halfcheetah-n16"]
     assert brax["status"] == "ok" and brax["suite"] == "gpu-check" and brax["what"]["device"] == "cpu"
     phases = brax["summary"]["phases"]
@@ -112,8 +113,14 @@ def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path
         assert phases[name]["env_steps_per_s"]["median"] > 0, name  # measured, not absent or failed
     # compile timed apart from the rate, per process: cold, or warm where JAX's persistent cache had it
     assert len(brax["summary"]["compile_s_cold"]) + len(brax["summary"]["compile_s_warm"]) == 2
-    for step in ("bench", "show", "decide"):
+    for step in ("bench", "peers", "show", "decide"):
         assert f"gpu-check: {step} exited 0 after" in r.stdout
+    # the peer table beside the records, which record readers leave alone (show above read them all)
+    (peer_file,) = run_dir.glob("peers-*.jsonl")
+    rows = [json.loads(line) for line in peer_file.read_text().splitlines()[1:]]
+    assert [(x["selector"], x["num_envs"], sorted(x["physics_steps_per_s"])) for x in rows] == [
+        ("mjx:jax-brax", 16, ["gpuenv", "peer"]), ("brax:positional", 16, ["gpuenv", "peer"])]
+    assert "mjx:jax-brax halfcheetah n=16 on cpu: physics steps/s gpuenv" in r.stdout and "skipped" not in r.stdout + r.stderr
     assert f"run {run_dir.name}" in r.stdout and "trains 1 x 50,000,000 steps" in r.stdout  # decide from these records
 
 

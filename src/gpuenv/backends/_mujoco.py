@@ -70,8 +70,38 @@ def options(opt, precision: str) -> dict:
 
 
 def file_options(path: str) -> dict:
-    """options() of the model file a C-MuJoCo backend loads (Gymnasium's, EnvPool's), float64."""
-    return options(mujoco.MjModel.from_xml_path(path).opt, "float64")
+    """options() of the model file a C-MuJoCo backend loads (Gymnasium's, EnvPool's), float64. A file
+    this MuJoCo no longer compiles (EnvPool's hopper and walker2d use global coordinates, which MuJoCo
+    2.3.4 dropped; EnvPool runs its own MuJoCo build) is read as XML: its <option> and <flag> over
+    MuJoCo's defaults, which is what its engine compiles."""
+    try:
+        return options(mujoco.MjModel.from_xml_path(path).opt, "float64")
+    except ValueError:
+        return {**options(_xml_option(path), "float64"), "options_read": "from the file's <option> over MuJoCo's defaults (not compiled here)"}
+
+
+def _xml_option(path: str) -> mujoco.MjOption:
+    import xml.etree.ElementTree as ET
+
+    opt = mujoco.MjOption()
+    node = ET.parse(path).getroot().find("option")
+    if node is None:
+        return opt
+    enums = {"integrator": (mujoco.mjtIntegrator, "mjINT_"), "solver": (mujoco.mjtSolver, "mjSOL_"), "cone": (mujoco.mjtCone, "mjCONE_")}
+    for key, value in node.attrib.items():
+        if key in enums:
+            enum, prefix = enums[key]
+            setattr(opt, key, int(getattr(enum, prefix + value.upper())))
+        elif key in ("timestep", "tolerance"):
+            setattr(opt, key, float(value))
+        elif key in ("iterations", "ls_iterations"):
+            setattr(opt, key, int(value))
+    flags = node.find("flag")
+    if flags is not None and flags.get("eulerdamp") == "disable":
+        opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+    if flags is not None and flags.get("contact") == "disable":
+        opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    return opt
 
 
 def jax_precision() -> str:

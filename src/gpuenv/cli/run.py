@@ -202,6 +202,26 @@ def gpu_check(
                       "(raise --budget / GPU_CHECK_BUDGET to measure them)", highlight=False, markup=False)
 
 
+@app.command()
+def peers(
+    peer: Annotated[list[str] | None, typer.Option("--peer", "-p", help="backend:variant with a peer benchmark (default: every MJX and Brax row)")] = None,
+    task: Annotated[str, typer.Option("--task", "-t")] = "halfcheetah",
+    num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="batch sizes (default 64)")] = None,
+    rounds: Annotated[int, typer.Option("--rounds", help="interleaved rounds: every side, then the peer")] = 3,
+    min_time: Annotated[float, typer.Option("--min-time", help="seconds per timed value (and per peer call)")] = 0.3,
+    plain: Annotated[bool, typer.Option("--plain", help="gpuenv as it runs and the peer only (no zero-action or no-reset sides)")] = False,
+    out: Annotated[str, typer.Option("--out", "-o", help="peers-<time>.jsonl goes here")] = "results/local/peers",
+) -> None:
+    """gpuenv's physics steps/s beside the framework's own benchmark (mjx.benchmark, brax.test_utils.benchmark) at matched settings, as ratios."""
+    from gpuenv.run import peers as p
+
+    sides = ("gpuenv",) if plain else p.SIDES
+    report = p.measure(peer or list(p.PEERS), task, num_envs or [64], rounds, min_time, Path(out), sides,
+                       say=lambda row: console.print(terminal(row.line()), highlight=False, markup=False, soft_wrap=True))
+    console.print(f"peers: {len(report.rows)} rows; ratio = gpuenv / peer, medians of physics steps/s; written {terminal(str(report.path))}",
+                  highlight=False, markup=False)
+
+
 @app.command("bench-image")
 def bench_image(
     backend: Annotated[str, typer.Argument(help="a backend with an image (see `gpuenv images`)")],

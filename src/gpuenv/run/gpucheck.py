@@ -23,6 +23,14 @@ from gpuenv.gpu import cpu_ok, nvidia_smi
 SUITE = "gpu-check"
 CPU_SIZES = ("16",)  # GPUENV_CPU_OK=1 on a machine without a GPU: the same script at a size a CPU runs in seconds
 DECIDE = ("--task", "halfcheetah", "--budget", "50M")
+# The peer table on the GPU (gpuenv peers: MJX at both solver settings beside mjx.benchmark, Brax's
+# generalized and positional pipelines beside brax.test_utils.benchmark), gpuenv as it runs and the
+# peer only, at one size between the suite's; on the CPU two rows at CPU_SIZES, one round: a test of the step.
+PEER_ROWS = ("mjx:jax-brax", "mjx:jax", "brax:generalized", "brax:positional")
+PEER_ARGS = ("-n", "4096", "--rounds", "2", "--plain")
+CPU_PEER_ROWS = ("mjx:jax-brax", "brax:positional")
+CPU_PEER_ARGS = ("-n", CPU_SIZES[0], "--rounds", "1", "--plain", "--min-time", "0.1")
+PEERS_S = 150.0  # the peers step's share of the budget, kept from the bench
 STOP_GRACE_S = 45.0  # after the interrupt, the time a step has to write its records before it is killed
 
 
@@ -61,8 +69,11 @@ def versions() -> str:
 def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
     gpuenv = [sys.executable, "-m", "gpuenv"]
     sizes = [] if on_gpu else [a for n in CPU_SIZES for a in ("-n", n)]
+    rows = [a for r in (PEER_ROWS if on_gpu else CPU_PEER_ROWS) for a in ("--peer", r)]
     return [
         Step("bench", [*gpuenv, "bench", "--suite", SUITE, "--out", str(run_dir.parent), "--run-id", run_dir.name, *sizes]),
+        # beside the records, as peers-*.jsonl (JSON Lines: record readers leave it alone)
+        Step("peers", [*gpuenv, "peers", *rows, *(PEER_ARGS if on_gpu else CPU_PEER_ARGS), "--out", str(run_dir)]),
         Step("show", [*gpuenv, "show", str(run_dir)]),
         Step("decide", [*gpuenv, "decide", *DECIDE, "--partial", str(run_dir)]),  # a bench stopped at the budget is half-finished
     ]
@@ -125,10 +136,11 @@ def gpu_check(out: Path, run_id: str, budget_s: float, say: Callable[[str], None
     say(f"gpu-check: records go to {check.run_dir}; budget {budget_s:.0f} s")
     deadline = time.monotonic() + budget_s
     reserve = 60.0 + STOP_GRACE_S  # show and decide after the bench, and the bench's grace to write its records
+    shares = {"bench": reserve + PEERS_S, "peers": reserve}
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}  # like Ctrl-C
     try:
         for step in steps(check.run_dir, check.on_gpu):
-            if not _step(check, step, deadline - (reserve if step.name == "bench" else 0.0), say):
+            if not _step(check, step, deadline - shares.get(step.name, 0.0), say):
                 break
     finally:
         for sig, handler in previous.items():

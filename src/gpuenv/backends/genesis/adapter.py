@@ -153,7 +153,7 @@ def facts(gs, scene, self_collision: bool) -> dict:
         "genesis": version("genesis-world"),
         "quadrants": version("quadrants"),
         "backend": "gs.cpu",
-        "precision": "32",
+        "precision": "float32",  # gs.init(precision="32"); the name every MuJoCo-style record shares
         "performance_mode": False,
         "physics_timestep_s": float(scene.dt),
         "substeps": int(scene.substeps),
@@ -163,6 +163,7 @@ def facts(gs, scene, self_collision: bool) -> dict:
                 "max_collision_pairs", "friction_cone"):
         v = getattr(o, key, None)
         out[key] = getattr(v, "name", v) if v is None or isinstance(v, (int, float, bool)) else str(v)  # enums by name
+    out["solver"] = out["constraint_solver"]  # the shared name (gpuenv.backends._mujoco.KEYS) beside Genesis's own
     try:
         out["max_contacts"] = int(scene.rigid_solver.collider.collider_info.max_contacts[None])
     except Exception:  # noqa: BLE001 - a fact for the record, never a reason to fail the case

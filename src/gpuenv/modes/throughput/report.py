@@ -203,9 +203,11 @@ def solver_notes(records: Records) -> list[str]:
         if r.status != "ok" or d.get("ls_iterations") is None:
             continue
         named = f"{d['solver_settings']}: " if d.get("solver_settings") else ""
-        damp = "Euler damping on" if d.get("eulerdamp") else "Euler damping off"
-        key = (f"{named}{d.get('solver')}, {d.get('iterations')} iterations, {d.get('ls_iterations')} line-search, "
-               f"{damp}, {d.get('integrator')}, {d.get('precision')}")
+        parts = [str(d.get("solver")), f"{d.get('iterations')} iterations", f"{d.get('ls_iterations')} line-search"]
+        if d.get("eulerdamp") is not None:  # MuJoCo's flag; Genesis has none
+            parts.append("Euler damping on" if d["eulerdamp"] else "Euler damping off")
+        parts += [str(d[k]) for k in ("integrator", "precision") if d.get(k) is not None]
+        key = named + ", ".join(parts)
         groups[key].add(r.case.label)
     return [f"MuJoCo solver, {k}: {', '.join(sorted(v))}" for k, v in sorted(groups.items())]
 

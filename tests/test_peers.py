@@ -1,0 +1,44 @@
+"""`gpuenv peers`: gpuenv's physics steps/s beside the frameworks' own benchmarks (mjx.benchmark,
+brax.test_utils.benchmark) at matched settings. What is asserted holds at any speed: every side and
+the peer ran, in physics steps/s, with the settings and the physics steps per env step the backend ran;
+the ratios themselves are measurements (docs/measuring.md has them), never asserted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuenv.run import peers
+
+pytestmark = pytest.mark.backend
+
+
+def test_a_backend_without_a_peer_or_a_bad_size_is_one_line_and_exit_2(cli, tmp_path):
+    for args, said in [(("--peer", "gymnasium"), "gymnasium has no peer benchmark in gpuenv (backends with one: brax, mjx)"),
+                       (("--peer", "mjx:nope"), "unknown variant 'nope' of backend 'mjx'"),
+                       (("--peer", "mjx", "--num-envs", "0"), "--rounds, --num-envs and --min-time must be positive")]:
+        r = cli("peers", *args, "--out", str(tmp_path))
+        assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert not list(tmp_path.iterdir())  # nothing measured, nothing written
+
+
+def test_peers_measure_every_side_and_the_peer_in_physics_steps(cli, tmp_path):
+    r = cli("peers", "--peer", "mjx:jax-brax", "--peer", "brax:positional", "-n", "4", "--rounds", "1", "--min-time", "0.05",
+            "--out", str(tmp_path), timeout=900)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    (path,) = tmp_path.glob("peers-*.jsonl")
+    where, *rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert where["where"]["machine"] and len(rows) == 2
+    mjx, brax = rows
+    assert (mjx["selector"], mjx["physics_steps_per_env_step"]) == ("mjx:jax-brax", 5)
+    assert (brax["selector"], brax["physics_steps_per_env_step"]) == ("brax:positional", 16)  # Brax's own n_frames, not frame_skip 5
+    assert mjx["peer"].startswith("mujoco.mjx.benchmark") and brax["peer"].startswith("brax.test_utils.benchmark")
+    assert (mjx["solver"]["solver"], mjx["solver"]["iterations"], mjx["solver"]["ls_iterations"]) == ("newton", 1, 4)
+    assert set(mjx["physics_steps_per_s"]) == {"gpuenv", "gpuenv_zero_actions", "peer"}  # MJX has no no-reset mode
+    assert set(brax["physics_steps_per_s"]) == {*peers.SIDES, "peer"}
+    for row in rows:
+        assert all(v > 0 for vs in row["physics_steps_per_s"].values() for v in vs) and len(row["physics_steps_per_s"]["peer"]) == 3
+        med = {k: sorted(v)[len(v) // 2] for k, v in row["physics_steps_per_s"].items()}  # 3 values a side: odd
+        assert row["ratio"]["gpuenv"] == pytest.approx(med["gpuenv"] / med["peer"])  # medians, not means
+        assert f"{row['selector']} halfcheetah n=4 on cpu: physics steps/s gpuenv" in r.stdout
