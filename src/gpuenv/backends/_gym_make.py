@@ -36,10 +36,13 @@ def physics_of(env: gym.Env) -> tuple[int | None, dict]:
     return None, {}
 
 
-def probe_physics(env_id: str, make=make_env) -> tuple[int | None, dict]:
+def probe_physics(native: Any, make=make_env) -> tuple[int | None, dict]:
     """physics_of() an env built the way the vectorisers' env processes build it (read here, in the
-    worker, once: the env processes cannot be asked for an attribute their env may lack)."""
-    env = make(env_id, None)
+    worker, once: the env processes cannot be asked for an attribute their env may lack). None
+    without building one where the task has no physics timestep (Atari, a user's own env)."""
+    if native.physics_dt_s is None:
+        return None, {}
+    env = make(native.env_id, None)
     try:
         return physics_of(env)
     finally:

@@ -205,7 +205,7 @@ def gpu_check(
 @app.command()
 def peers(
     peer: Annotated[list[str] | None, typer.Option("--peer", "-p", help="backend:variant with a peer benchmark (default: every MJX and Brax row)")] = None,
-    task: Annotated[str, typer.Option("--task", "-t")] = "halfcheetah",
+    task: Annotated[str, typer.Option("--task", "-t", help="a task every row's backend offers")] = "halfcheetah",
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="batch sizes (default 64)")] = None,
     rounds: Annotated[int, typer.Option("--rounds", help="interleaved rounds: every side, then the peer")] = 3,
     min_time: Annotated[float, typer.Option("--min-time", help="seconds per timed value (and per peer call)")] = 0.3,

@@ -80,7 +80,7 @@ class GymnasiumStepper(HostLoop):
         self._sb3 = case.variant in ("subproc", "dummy")
         self.env.reset() if self._sb3 else self.env.reset(seed=case.seed)
         self.steps_per_chunk = case.chunk_steps
-        physics_steps, solver = probe_physics(native.env_id, make)
+        physics_steps, solver = probe_physics(native, make)
         details.update(solver)
         self.facts = StepperFacts(
             native_env_id=native.env_id,

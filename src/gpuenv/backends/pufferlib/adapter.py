@@ -103,7 +103,7 @@ class PufferStepper:
             raise
         self._actions: Any = None
         self._i = 0
-        physics_steps, solver = probe_physics(native.env_id)
+        physics_steps, solver = probe_physics(native)
         details.update(solver)
         self.facts = StepperFacts(
             native_env_id=native.env_id,

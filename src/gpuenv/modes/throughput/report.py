@@ -44,15 +44,17 @@ def tables(records: Records, details: bool = False) -> list[Table]:
     for task, recs in by_task.items():
         # The baseline comes from the same run (same machine, same moment), never from another.
         base = {(r.run_id, r.case.num_envs): r for r in recs if (r.case.backend, r.case.variant) == baseline and r.status == "ok"}
-        # under the table: the MuJoCo solver settings each row ran (rows of one set compare like with like)
-        t = Table(title=f"{task}: env steps/s, median and 95% interval; physics/s: physics steps/s (x per env step)",
-                  title_justify="left", caption="\n".join(solver_notes(recs)) or None, caption_justify="left")
+        # physics steps/s where a row has them (a task without physics, or records from before backends
+        # reported them: no column); under the table the MuJoCo solver settings each row ran
+        physics = any(r.status == "ok" and r.physics_steps_per_s() for r in recs)
+        title = f"{task}: env steps/s, median and 95% interval" + ("; physics/s: physics steps/s (x per env step)" if physics else "")
+        t = Table(title=title, title_justify="left", caption="\n".join(solver_notes(recs)) or None, caption_justify="left")
         for col, just in [
             ("backend", "left"),
             ("envs", "right"),
             ("steps/s", "right"),
             ("95% interval", "right"),
-            ("physics/s", "right"),
+            *([("physics/s", "right")] if physics else []),
             (vs, "right"),
             ("compile s", "right"),
             ("host MiB (/env)", "right"),
@@ -62,7 +64,7 @@ def tables(records: Records, details: bool = False) -> list[Table]:
         for r in sorted(recs, key=lambda r: (r.case.num_envs, r.case.backend, r.case.variant)):
             c = r.case
             if r.failure is not None:
-                t.add_row(c.label, str(c.num_envs), f"[red]{r.failure.kind.value}[/]", markup(r.failure.reason[:60]), "", "", "", "", "")
+                t.add_row(c.label, str(c.num_envs), f"[red]{r.failure.kind.value}[/]", markup(r.failure.reason[:60]), *[""] * (len(t.columns) - 4))
                 continue
             sm = r.ok_summary
             s = sm.env_steps_per_s
@@ -78,7 +80,7 @@ def tables(records: Records, details: bool = False) -> list[Table]:
                 str(c.num_envs),
                 fmt_rate(s.median),
                 interval,
-                physics_cell(r),
+                *([physics_cell(r)] if physics else []),
                 sp_text,
                 f"{max(compile_s):.1f}",
                 sm.host_memory_cell(),
