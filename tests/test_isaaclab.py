@@ -196,7 +196,9 @@ def test_local_bench_isaac_runs_cartpole_and_ant_on_the_cpu_with_newton(isaac_en
         what = rec["what"]
         d = what["details"]
         assert what["device"] == "cpu" and d["sim_device"] == "cpu" and d["kit"] == "not launched (kit-less)"
-        assert d["physics_preset"] == "newton_mjwarp" and d["solver"]["solver_type"] == "mujoco_warp"
+        assert d["physics_preset"] == "newton_mjwarp" and d["solver_cfg"]["solver_type"] == "mujoco_warp"
+        assert (d["solver"], d["iterations"], d["ls_iterations"]) == ("newton", 100, 50)  # the shared names
+        assert rec["what"]["physics"]["physics_steps_per_env_step"] == 2  # decimation 2 x 1 substep
         assert d["sim_dt_s"] == pytest.approx(1 / 120) and d["decimation"] == 2
         assert d["asset_source"].startswith(assets.SOURCE)
         assert d["warp_kernel_cache"]["state"] in ("cold", "warm")

@@ -50,10 +50,14 @@ def physics_facts(cfg, variant: str) -> dict[str, Any]:
         "episode_length_s": float(cfg.episode_length_s),
     }
     if solver is not None:
-        facts["solver"] = {k: getattr(solver, k) for k in ("solver_type", "solver", "integrator", "iterations", "ls_iterations")
-                           if hasattr(solver, k)}
+        held = {k: getattr(solver, k) for k in ("solver_type", "solver", "integrator", "iterations", "ls_iterations") if hasattr(solver, k)}
+        # Newton's solver config as Isaac Lab holds it, and its MuJoCo-style settings under the names every
+        # MuJoCo-based record shares (gpuenv.backends._mujoco.KEYS)
+        facts["solver_cfg"] = held
+        facts.update({k: held[k] for k in ("solver", "integrator", "iterations", "ls_iterations") if k in held})
     if physics is not None and hasattr(physics, "num_substeps"):
         facts["num_substeps"] = int(physics.num_substeps)
+    facts["physics_timestep_s"] = float(cfg.sim.dt) / facts.get("num_substeps", 1)  # one physics (sub)step
     return facts
 
 
