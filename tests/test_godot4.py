@@ -144,6 +144,24 @@ def test_the_launcher_runs_sids_godot_and_install_leaves_a_present_one_alone(tmp
     assert "(already there)" in install()
 
 
+def test_a_launcher_whose_runtime_was_removed_is_no_godot4_and_install_remakes_it(tmp_path, monkeypatch):
+    """A half-cleaned machine (the tree removed, gpuenv's launcher left on PATH) ran Godot 4's cases into exit
+    127: install sees the dangling launcher and makes the runtime again instead of leaving it "already there"."""
+    from gpuenv.backends.godot4 import runtime
+
+    gone = tmp_path / "gone"
+    (tmp_path / "bin").mkdir()
+    runtime.write_launcher(gone, tmp_path / "bin" / "godot4")
+    assert runtime.dangling(str(tmp_path / "bin" / "godot4"), gone)
+    assert not runtime.dangling(str(tmp_path / "bin" / "godot4"), RUNTIME)  # another root: not ours, left alone
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    made = []
+    monkeypatch.setattr("gpuenv.debian.debootstrap", lambda suite, new, packages, why: made.append(suite) or (new / "usr/bin").mkdir(parents=True))
+    monkeypatch.setattr(runtime, "write_launcher", lambda root: made.append(root))
+    line = runtime.install(gone)
+    assert made == ["sid", gone] and "(already there)" not in line and gone.is_dir()
+
+
 def test_without_godot4_the_backend_is_listed_unavailable_with_the_way_to_get_it(cli, monkeypatch):
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + ":/usr/bin:/bin")  # no /usr/local/bin
     reason = default_registry().get("godot4").unavailable_reason() or ""

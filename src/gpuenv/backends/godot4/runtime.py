@@ -40,13 +40,25 @@ def write_launcher(root: Path = RUNTIME, to: Path = LAUNCHER) -> None:
     to.chmod(0o755)
 
 
+def dangling(found: str | None, root: Path = RUNTIME) -> bool:
+    """`found` is gpuenv's own launcher for `root` while the tree it runs is gone (removed by hand, a
+    half-cleaned machine): running it exits 127, so it is no Godot 4."""
+    if found is None or (root / "usr/bin/godot").is_file():
+        return False
+    try:
+        return Path(found).read_text(errors="replace") == launcher_text(root)
+    except OSError:
+        return False
+
+
 def install(root: Path = RUNTIME) -> str:
     """Make the runtime and its launcher where this user can; a line saying what happened."""
     from gpuenv.debian import debootstrap
     from gpuenv.errors import UserError
 
-    if shutil.which(PROGRAM):
-        return f"{PROGRAM}: {shutil.which(PROGRAM)} (already there)"
+    found = shutil.which(PROGRAM)
+    if found and not dangling(found, root):
+        return f"{PROGRAM}: {found} (already there)"
     if (root / "usr/bin/godot").is_file():
         write_launcher(root)
         return f"{PROGRAM}: launcher written for {root}"
