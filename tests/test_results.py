@@ -271,4 +271,4 @@ def test_physics_steps_come_from_what_the_backend_ran_never_the_catalogues_frame
     env = new.ok_summary.env_steps_per_s.median
     assert new.physics_steps_per_s() == pytest.approx(16 * env) and physics_cell(new).endswith("(x16)")
     assert solver_notes([new, old]) == [
-        "MuJoCo solver, Brax's MJX settings: newton, 1 iterations, 4 line-search, Euler damping off, euler, float32: brax:positional"]
+        "solver settings, Brax's MJX settings: newton, 1 iterations, 4 line-search, Euler damping off, euler, float32: halfcheetah brax:positional"]

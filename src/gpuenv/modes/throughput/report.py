@@ -197,9 +197,9 @@ def footnotes(records: Records) -> list[str]:
 
 
 def solver_notes(records: Records) -> list[str]:
-    """Which MuJoCo solver settings each row ran, grouped: one line per settings set with its rows
+    """Which solver settings each row ran (MuJoCo-style: MJX, MuJoCo, Genesis, Newton), grouped: one line per settings set with its rows
     (MJX's speed under vmap follows its iterations; a row is only comparable with rows of its set)."""
-    groups: dict[str, set[str]] = defaultdict(set)
+    groups: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for r in records:
         d = r.what.details
         if r.status != "ok" or d.get("ls_iterations") is None:
@@ -210,8 +210,9 @@ def solver_notes(records: Records) -> list[str]:
             parts.append("Euler damping on" if d["eulerdamp"] else "Euler damping off")
         parts += [str(d[k]) for k in ("integrator", "precision") if d.get(k) is not None]
         key = named + ", ".join(parts)
-        groups[key].add(r.case.label)
-    return [f"MuJoCo solver, {k}: {', '.join(sorted(v))}" for k, v in sorted(groups.items())]
+        groups[key][r.case.task].add(r.case.label)
+    return [f"solver settings, {k}: " + "; ".join(f"{task} {', '.join(sorted(labels))}" for task, labels in sorted(by_task.items()))
+            for k, by_task in sorted(groups.items())]
 
 
 def fits(records: Records) -> list[str]:
