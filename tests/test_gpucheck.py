@@ -119,7 +119,7 @@ def test_gpu_check_on_the_cpu_measures_the_suite_then_shows_and_decides(tmp_path
     (peer_file,) = run_dir.glob("peers-*.jsonl")
     rows = [json.loads(line) for line in peer_file.read_text().splitlines()[1:]]
     assert [(x["selector"], x["num_envs"], sorted(x["physics_steps_per_s"])) for x in rows] == [
-        ("mjx:jax-brax", 16, ["gpuenv", "peer"]), ("brax:positional", 16, ["gpuenv", "peer"])]
+        ("brax:positional", 16, ["gpuenv", "peer"]), ("mjx:jax-brax", 16, ["gpuenv", "peer"])]  # Backend.peer.cpu_check
     assert "mjx:jax-brax halfcheetah n=16 on cpu: physics steps/s gpuenv" in r.stdout and "skipped" not in r.stdout + r.stderr
     assert f"run {run_dir.name}" in r.stdout and "trains 1 x 50,000,000 steps" in r.stdout  # decide from these records
 

@@ -50,6 +50,17 @@ ROLES = ("run", "build", "install")
 
 
 @dataclass(frozen=True)
+class Peer:
+    """The framework's own benchmark that `gpuenv peers` (gpuenv.run.peers) sets this backend's physics
+    steps/s beside: `module` defines peer(variant, env_id, num_envs) and name()."""
+
+    module: str
+    variants: tuple[str, ...]  # the rows `gpuenv peers` runs by default
+    gpu_check: tuple[str, ...]  # the rows `make gpu-check` runs on a GPU
+    cpu_check: tuple[str, ...]  # and on the CPU (GPUENV_CPU_OK=1: a test of its step)
+
+
+@dataclass(frozen=True)
 class SystemPackage:
     """A Debian package a backend needs beyond its Python packages, declared beside them: `make install`
     (`gpuenv system --install`), `gpuenv list`, `.ci/run` and the backend's image all read this one line.
@@ -229,6 +240,7 @@ class Backend:
     programs: tuple[str, ...] = ()  # executables it starts, found on PATH (a simulator server binary)
     system: tuple[SystemPackage, ...] = ()  # Debian packages it needs (SystemPackage: make install, list, .ci/run, its image)
     suite: str = "quick"  # the suite `make bench-<name>` runs
+    peer: Peer | None = None  # the framework's own benchmark beside gpuenv's (gpuenv peers)
     decision_row: str = ""  # the row of the course's decision table that names it (gpuenv.decide.ROWS): "course", "configs"
 
     def in_own_image(self) -> bool:

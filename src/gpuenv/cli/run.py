@@ -204,7 +204,7 @@ def gpu_check(
 
 @app.command()
 def peers(
-    peer: Annotated[list[str] | None, typer.Option("--peer", "-p", help="backend:variant with a peer benchmark (default: every MJX and Brax row)")] = None,
+    peer: Annotated[list[str] | None, typer.Option("--peer", "-p", help="backend:variant with a peer benchmark (default: every row the backends declare)")] = None,
     task: Annotated[str, typer.Option("--task", "-t", help="a task every row's backend offers")] = "halfcheetah",
     num_envs: Annotated[list[int] | None, typer.Option("--num-envs", "-n", help="batch sizes (default 64)")] = None,
     rounds: Annotated[int, typer.Option("--rounds", help="interleaved rounds: every side, then the peer")] = 3,
@@ -216,7 +216,7 @@ def peers(
     from gpuenv.run import peers as p
 
     sides = ("gpuenv",) if plain else p.SIDES
-    report = p.measure(peer or list(p.PEERS), task, num_envs or [64], rounds, min_time, Path(out), sides,
+    report = p.measure(peer or p.rows(), task, num_envs or [64], rounds, min_time, Path(out), sides,
                        say=lambda row: console.print(terminal(row.line()), highlight=False, markup=False, soft_wrap=True))
     console.print(f"peers: {len(report.rows)} rows; ratio = gpuenv / peer, medians of physics steps/s; written {terminal(str(report.path))}",
                   highlight=False, markup=False)

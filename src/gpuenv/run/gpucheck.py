@@ -26,9 +26,8 @@ DECIDE = ("--task", "halfcheetah", "--budget", "50M")
 # The peer table on the GPU (gpuenv peers: MJX at both solver settings beside mjx.benchmark, Brax's
 # generalized and positional pipelines beside brax.test_utils.benchmark), gpuenv as it runs and the
 # peer only, at one size between the suite's; on the CPU two rows at CPU_SIZES, one round: a test of the step.
-PEER_ROWS = ("mjx:jax-brax", "mjx:jax", "brax:generalized", "brax:positional")
+# (the rows: each backend's Peer.gpu_check and Peer.cpu_check)
 PEER_ARGS = ("-n", "4096", "--rounds", "2", "--plain")
-CPU_PEER_ROWS = ("mjx:jax-brax", "brax:positional")
 CPU_PEER_ARGS = ("-n", CPU_SIZES[0], "--rounds", "1", "--plain", "--min-time", "0.1")
 PEERS_S = 150.0  # the peers step's share of the budget, kept from the bench
 STOP_GRACE_S = 45.0  # after the interrupt, the time a step has to write its records before it is killed
@@ -69,7 +68,9 @@ def versions() -> str:
 def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
     gpuenv = [sys.executable, "-m", "gpuenv"]
     sizes = [] if on_gpu else [a for n in CPU_SIZES for a in ("-n", n)]
-    rows = [a for r in (PEER_ROWS if on_gpu else CPU_PEER_ROWS) for a in ("--peer", r)]
+    from gpuenv.run.peers import rows as peer_rows
+
+    rows = [a for r in peer_rows("gpu_check" if on_gpu else "cpu_check") for a in ("--peer", r)]
     return [
         Step("bench", [*gpuenv, "bench", "--suite", SUITE, "--out", str(run_dir.parent), "--run-id", run_dir.name, *sizes]),
         # beside the records, as peers-*.jsonl (JSON Lines: record readers leave it alone)

@@ -26,8 +26,6 @@ from gpuenv.errors import UserError
 from gpuenv.measure.timing import MeasureSettings, measure_throughput
 from gpuenv.registry import default_registry
 
-# The rows `gpuenv peers` runs by default: both MJX solver settings sets, every Brax pipeline on MuJoCo's model
-PEERS = ("mjx:jax", "mjx:jax-brax", "brax:generalized", "brax:positional", "brax:mjx")
 SIDES = ("gpuenv", "gpuenv_zero_actions", "gpuenv_no_resets")
 SOLVER_KEYS = ("solver", "iterations", "ls_iterations", "eulerdamp", "integrator", "physics_timestep_s", "precision", "solver_settings")
 
@@ -60,14 +58,18 @@ class PeerRow:
                 f"{s.get('ls_iterations')} line-search, x{self.physics_steps_per_env_step} per env step]")
 
 
+def rows(which: str = "variants") -> list[str]:
+    """backend:variant rows from the backends' declarations (Backend.peer): `variants` (gpuenv peers'
+    default), `gpu_check` or `cpu_check` (make gpu-check's), in the registry's order."""
+    return [f"{b.name}:{v}" for b in default_registry().backends.values() if b.peer for v in getattr(b.peer, which)]
+
+
 def peer_module(backend: str):
-    try:
-        return importlib.import_module(f"gpuenv.backends.{backend}.peer")
-    except ModuleNotFoundError as e:
-        if e.name != f"gpuenv.backends.{backend}.peer":
-            raise
-        with_peer = sorted({s.split(":")[0] for s in PEERS})
-        raise UserError(f"{backend} has no peer benchmark in gpuenv (backends with one: {', '.join(with_peer)})") from None
+    peer = default_registry().get(backend).peer
+    if peer is None:
+        with_peer = sorted(b.name for b in default_registry().backends.values() if b.peer)
+        raise UserError(f"{backend} has no peer benchmark in gpuenv (backends with one: {', '.join(with_peer)})")
+    return importlib.import_module(peer.module)
 
 
 def measure_row(selector: str, task: str, num_envs: int, rounds: int, settings: MeasureSettings, sides: tuple[str, ...] = SIDES) -> PeerRow:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuenv.backends.gymnax import VERSION as GYMNAX
-from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv, Trainer
+from gpuenv.backends.spec import Backend, Image, NativeTask, Peer, PpoEnv, Trainer
 
 # Brax PPO's hyperparameters (brax.training.agents.ppo.train): Playground's native trainer takes them too.
 BRAX_PPO_KEYS = frozenset(
@@ -48,4 +48,6 @@ BACKEND = Backend(
         ),
     ),
     worker_env="gpuenv.backends.jax_cache:worker_env",
+    # brax.test_utils.benchmark over the env's own System and pipeline (spring: no MuJoCo model to match)
+    peer=Peer("gpuenv.backends.brax.peer", ("generalized", "positional", "mjx"), ("generalized", "positional"), ("positional",)),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuenv.backends.spec import Backend, Image, NativeTask, PpoEnv
+from gpuenv.backends.spec import Backend, Image, NativeTask, Peer, PpoEnv
 
 BACKEND = Backend(
     name="mjx",
@@ -34,4 +34,6 @@ BACKEND = Backend(
                 ("mjx", "ppo", "cuda13", "playground"), "13", "docker/mjx.Dockerfile", torch_cpu=False, build_gb=10, carries=("playground",)),
     ppo_env=PpoEnv("gpuenv.backends.mjx.ppo:make_vecenv", jit_compiled=True),
     worker_env="gpuenv.backends.jax_cache:worker_env",
+    # mujoco.mjx.benchmark (what mjx-testspeed runs) at each variant's solver settings
+    peer=Peer("gpuenv.backends.mjx.peer", ("jax", "jax-brax"), ("jax-brax", "jax"), ("jax-brax",)),
 )

@@ -49,8 +49,9 @@ def tables(records: Records, details: bool = False) -> list[Table]:
         physics = any(r.status == "ok" and r.physics_steps_per_s() for r in recs)
         title = f"{task}: env steps/s, median and 95% interval" + ("; physics/s: physics steps/s (x per env step)" if physics else "")
         t = Table(title=title, title_justify="left", caption="\n".join(solver_notes(recs)) or None, caption_justify="left")
+        # the backend label whole on any terminal (the other columns wrap first): tests and readers grep it
+        t.add_column("backend", justify="left", no_wrap=True, min_width=max(len(r.case.label) for r in recs))
         for col, just in [
-            ("backend", "left"),
             ("envs", "right"),
             ("steps/s", "right"),
             ("95% interval", "right"),
@@ -58,9 +59,9 @@ def tables(records: Records, details: bool = False) -> list[Table]:
             (vs, "right"),
             ("compile s", "right"),
             ("host MiB (/env)", "right"),
-            ("bottleneck", "left"),
         ]:
             t.add_column(col, justify=just)  # type: ignore[arg-type]
+        t.add_column("bottleneck", justify="left", no_wrap=details)  # --details: the whole line, unbroken
         for r in sorted(recs, key=lambda r: (r.case.num_envs, r.case.backend, r.case.variant)):
             c = r.case
             if r.failure is not None:
