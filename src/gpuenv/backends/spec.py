@@ -258,6 +258,10 @@ class Backend:
             p for p in self.programs if shutil.which(p) is None
         ]
 
+    def worker_environ(self) -> dict[str, str]:
+        """The env vars its workers need (Backend.worker_env, called here: a compile cache, XLA flags); {} where none."""
+        return resolve(self.worker_env)() if self.worker_env else {}
+
     def system_needed(self, roles: tuple[str, ...] = ("run", "build")) -> tuple[SystemPackage, ...]:
         """Its Debian packages of those roles; "build" ones not where this interpreter is its environment already
         (its image: built, and the compiler purged)."""

@@ -188,7 +188,6 @@ def swept_backend(sides: list[Side], backends: list[str] | None) -> str | None:
 def side_launcher(side: Side, backend: str, cache: dict, out: Path | None = None) -> Any:
     """How this side starts a worker of this backend: a Launcher, or the UserError why it cannot.
     `out`: the folder the records go to (an image side's containers mount it)."""
-    from gpuenv.backends.spec import resolve
     from gpuenv.registry import default_registry
     from gpuenv.run.runner import Launcher, launcher_or_error
 
@@ -205,7 +204,7 @@ def side_launcher(side: Side, backend: str, cache: dict, out: Path | None = None
             how = image_launcher(side.image, {}, (str(out.resolve()),) if out else ())
     elif side.version_set is not None:
         vs = side.version_set
-        extra = resolve(b.worker_env)() if b.worker_env else {}
+        extra = b.worker_environ()
         how = Launcher(str(vs.env_dir / "bin" / "python"), extra,
                        {"name": vs.label, "python": vs.python, "lock_sha256": hashlib.sha256(vs.lock.encode()).hexdigest(), "path": str(vs.env_dir)})
     else:

@@ -2,8 +2,9 @@
 interleaved round by round in one process, as ratios (1.00: gpuenv measures what the framework's
 own tool measures).
 
-A backend offers a peer in its package's `peer` module (`peer(variant, env_id, num_envs)` -> a
-function of a step count returning the peer's physics steps/s, and `name()`): MJX beside
+A backend declares its peer (Backend.peer: the module, and the rows to run by default and in
+make gpu-check); the module defines `peer(variant, env_id, num_envs)` -> a function of a step
+count returning the peer's physics steps/s, and `name()`: MJX beside
 `mujoco.mjx.benchmark` (what mjx-testspeed runs), Brax's pipelines beside `brax.test_utils.benchmark`.
 The peer steps physics only, from an idle state; gpuenv also sets random actions and computes the
 observation, the reward and auto-resets. So each row measures gpuenv three ways: as it runs, with
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -132,18 +134,15 @@ def measure(selectors: list[str], task: str, sizes: list[int], rounds: int, min_
             sides: tuple[str, ...] = SIDES, say=lambda row: None) -> PeerReport:
     """Every row (selector x size) in turn, each interleaved within itself; the file is rewritten
     after each row, so a run stopped part-way keeps the rows it finished."""
-    import os
-
-    from gpuenv.backends.jax_cache import worker_env
     from gpuenv.run.provenance import provenance
 
-    for k, v in worker_env().items():  # JAX's persistent cache and MJX's XLA flag, as the bench workers get them
-        os.environ.setdefault(k, v)
     if rounds < 1 or min_time_s <= 0 or any(n < 1 for n in sizes):
         raise UserError("peers: --rounds, --num-envs and --min-time must be positive")
-    for s in selectors:  # every selector checked before the first row runs
+    for s in selectors:  # every selector checked before the first row runs (and before JAX is imported)
         info, _ = default_registry().parse(s)
         peer_module(info.name)
+        for k, v in info.worker_environ().items():  # what its bench workers get: JAX's cache, MJX's XLA flag
+            os.environ.setdefault(k, v)
     settings = MeasureSettings(min_time_s=min_time_s, values=3, warmups=1)
     where = provenance()
     path = out / time.strftime("peers-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())

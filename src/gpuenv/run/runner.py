@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuenv.backends.spec import Backend, resolve
+from gpuenv.backends.spec import Backend
 from gpuenv.errors import NoSpace, UserError
 from gpuenv.measure import fingerprint
 from gpuenv.measure.system import oom_kills
@@ -101,7 +101,7 @@ def launcher(backend: Backend) -> Launcher:
     """The backend's launcher; builds its own environment on first use (UserError if that fails)."""
     from gpuenv import envs
 
-    extra = resolve(backend.worker_env)() if backend.worker_env else {}
+    extra = backend.worker_environ()
     if backend.environment is None or backend.in_own_image():  # its own image, or a Python that has its libraries
         return Launcher(env=extra)
     e = backend.environment
