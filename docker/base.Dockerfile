@@ -21,9 +21,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # gpuenv runs from its source tree (no pip install of itself, so every pip install is from a lock).
 # The home is writable by any uid, and HOME points there whatever the uid (CI runners and `docker run
-# --user` pass their own, which /etc/passwd does not know: Docker would set HOME=/).
+# --user` pass their own, which /etc/passwd does not know: Docker would set HOME=/). apt-get retries a
+# failed download (every image that installs Debian packages builds on this one): one dropped connection
+# to Debian's mirror once failed a CI build.
 COPY docker/gpuenv-entrypoint.sh /usr/local/bin/gpuenv
 RUN python3 -m venv /opt/venv \
+    && echo 'Acquire::Retries "5";' > /etc/apt/apt.conf.d/80-gpuenv-retries \
     && chmod 0755 /usr/local/bin/gpuenv \
     && useradd --create-home --uid 1000 --shell /bin/bash gpuenv \
     && chmod 1777 /home/gpuenv

@@ -312,7 +312,7 @@ def test_a_build_docker_has_no_room_for_is_not_started_and_says_how_to_make_room
     monkeypatch.setattr(b, "docker_free", lambda docker: ("/var/lib/docker", int(12.5e9)))
     monkeypatch.setattr(b, "image_size", lambda docker, ref: int(2e9))
     monkeypatch.setattr(b, "get_image", lambda n: __import__("dataclasses").replace(IMAGES[n], build_gb=gb.get(n)))
-    monkeypatch.setattr(b.subprocess, "call", lambda cmd, **kw: started.append(cmd[cmd.index("-t") + 1]) or 0)
+    monkeypatch.setattr(b, "docker_build", lambda cmd, env: (started.append(cmd[cmd.index("-t") + 1]) or 0, ()))
     out = b.build(["envpool", "brax"], [], False, say=lambda line: None)
     assert [(x.name, x.returncode, x.refused is None) for x in out] == [("base", 0, True), ("envpool", 0, True), ("brax", 2, False)]
     assert started == [f"{BASE_TAG}", "gpuenv/envpool:latest"]  # brax never started
@@ -327,3 +327,32 @@ def test_a_build_docker_has_no_room_for_is_not_started_and_says_how_to_make_room
     monkeypatch.setattr(im, "build", b.build)
     with pytest.raises(UserError, match=r"^building brax needs about 100 GB free"):
         build_images(["brax"], [], False)
+
+
+def test_a_failed_build_ends_with_its_own_last_lines_and_names_its_cause(monkeypatch, capsys, tmp_path):
+    """A failed `docker build` among several images (CI's log, a test's assertion holding the last 4000
+    characters) ends with that build's last lines and a one-line error naming the line its failing step
+    printed last: CI once failed with only BuildKit's summary, the cause pages above."""
+    import gpuenv.images as im
+    from gpuenv.cli.machine import build_images
+    from gpuenv.errors import UserError
+    b = importlib.import_module("gpuenv.images.build")
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\n" + "".join(f"echo '#5 0.{i} noise {i}'\n" for i in range(40))
+                    + "echo '#5 3.2 E: Failed to fetch http://deb.debian.org/x.deb  Connection reset'\n"
+                    + "echo '#5 ERROR: executor failed running [/bin/sh -c apt-get ...]: exit code: 100'\n"
+                    + "echo '------'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(b, "docker_status", lambda gpu: None)
+    monkeypatch.setattr(b, "build_client", lambda: str(fake))
+    monkeypatch.setattr(b, "base_image", lambda docker, pinned, python: (pinned, "pinned"))
+    monkeypatch.setattr(b, "local_image_id", lambda ref, docker: "sha256:x")
+    monkeypatch.setattr(im, "build", b.build)
+    with pytest.raises(UserError) as e:
+        build_images(["gymnasium"], [], False)
+    assert str(e.value) == ("building base failed (docker build exited 1): "
+                            "#5 3.2 E: Failed to fetch http://deb.debian.org/x.deb  Connection reset")
+    out = capsys.readouterr().out
+    summary = out[out.index("the last 30 lines of base's build:"):]
+    assert "#5 0.39 noise 39" in summary and "#5 0.10 noise 10" not in summary and summary.rstrip().endswith("------")
+    assert out.count("#5 0.0 noise 0") == 1  # streamed as it came, once

@@ -247,7 +247,11 @@ def build_images(names: list[str], pins: list[str], dry_run: bool) -> None:
     if failed and failed[0].refused:
         raise UserError(failed[0].refused)
     if failed:
-        raise UserError(f"building {failed[0].name} failed (docker build exited {failed[0].returncode}; its output is above)")
+        f = failed[0]
+        console.print(f"the last {len(f.tail)} lines of {f.name}'s build:", highlight=False)
+        for line in f.tail:
+            console.print(f"  {line[:400]}", highlight=False, markup=False, soft_wrap=True)
+        raise UserError(f"building {f.name} failed (docker build exited {f.returncode}): {(f.cause() or 'no output')[:300]}")
 
 
 def env_cell(b) -> str:

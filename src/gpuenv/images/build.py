@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -59,7 +60,8 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
     wanted = [get_image(n) for n in names] if names else list(images().values())
     local_wheels = _stage_wheels()
     ca = _ca_bundle()
-    common = ["--network", "host"] + (["--secret", f"id=pipcert,src={ca}"] if ca else [])
+    # plain progress: the output goes through a pipe (docker_build keeps its end) and into logs
+    common = ["--progress=plain", "--network", "host"] + (["--secret", f"id=pipcert,src={ca}"] if ca else [])
     git = git_sha(ROOT)
     sha = str(git["sha"] or "unknown")
     dirty = "" if git["dirty"] is None else ("1" if git["dirty"] else "0")  # records say so: a sha alone would not
@@ -113,13 +115,41 @@ class Built:
     seconds: float
     size_bytes: int | None
     refused: str | None = None  # why it was not built (returncode 2): no room for it
+    tail: tuple[str, ...] = ()  # a failed build's last lines of output (its cause is there, not in the summary)
+
+    def cause(self) -> str | None:
+        """The last line the failing step itself printed (BuildKit's `#N 12.3 text`), else the last line."""
+        own = [ln for ln in self.tail if re.match(r"#\d+ \d+\.\d+ \S", ln)]
+        lines = own or list(self.tail)
+        return lines[-1] if lines else None
+
+
+TAIL_LINES = 30
+
+
+def docker_build(cmd: list[str], env: dict[str, str]) -> tuple[int, tuple[str, ...]]:
+    """Run one `docker build`, its output passed through to this process's stdout as it comes (plain
+    progress: it is a pipe), the exit code and its last TAIL_LINES lines kept: with many images
+    in one log (a test's, CI's), what failed is otherwise pages above the summary."""
+    import sys
+    from collections import deque
+
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, errors="replace") as p:
+        assert p.stdout is not None
+        for line in p.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            tail.append(line.rstrip("\n"))
+    return p.returncode, tuple(tail)
 
 
 def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str], None]) -> list[Built]:
     """`gpuenv images build`: plain `docker build` in dependency order, BuildKit on; the base from the
     pinned reference, or a local debootstrap one where it cannot be pulled. `say(line)` reports each
     step (plain text: the caller escapes it). With dry_run, says the commands and builds nothing.
-    Stops at the first image that fails (its docker output went to the terminal) or that Docker has
+    Stops at the first image that fails (its docker output went to stdout; `tail` keeps its end) or that Docker has
     no room for (not started; `refused` says why): later images build on it or would fail the same way."""
     import shlex
     import time
@@ -169,8 +199,8 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
             break
         say(f"building {name}: {shlex.join(cmd)}")
         t0 = time.perf_counter()
-        rc = subprocess.call(cmd, cwd=ROOT, env=env)
-        out.append(Built(name, rc, time.perf_counter() - t0, image_size(docker, ref) if rc == 0 else None))
+        rc, tail = docker_build(cmd, env)
+        out.append(Built(name, rc, time.perf_counter() - t0, image_size(docker, ref) if rc == 0 else None, tail=tail if rc else ()))
         if rc != 0:
             break  # later images build on this one, or would fail the same way
     return out

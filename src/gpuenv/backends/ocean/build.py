@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -28,6 +29,7 @@ SDIST_URL = ("https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40
              f"pufferlib-{VERSION}.tar.gz")
 SDIST_SHA256 = "7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9"
 EMPTY = ("raylib-5.5_webassembly", "box2d-web", "box2d-linux-amd64/include", "box2d-linux-amd64/src")
+TRIES = 4  # downloads of the sdist before the build gives up
 LEFT_OUT = ("impulse_wars",)  # links Box2D's libbox2d.a, a GitHub download
 
 
@@ -39,8 +41,16 @@ def fetch(dest: Path) -> Path:
         return path
     tmp = path.with_name(f"{path.name}.{os.getpid()}.part")  # two builds at once each write their own
     try:
-        with urllib.request.urlopen(SDIST_URL, timeout=120) as r, open(tmp, "wb") as f:
-            shutil.copyfileobj(r, f)
+        for attempt in range(TRIES):  # a dropped connection is tried again; a wrong hash is not
+            try:
+                with urllib.request.urlopen(SDIST_URL, timeout=120) as r, open(tmp, "wb") as f:
+                    shutil.copyfileobj(r, f)
+                break
+            except OSError as e:  # URLError, timeouts, resets
+                if attempt == TRIES - 1:
+                    raise RuntimeError(f"downloading {SDIST_URL} failed {TRIES} times: {e}") from e
+                print(f"downloading {SDIST_URL}: {e}; trying again", file=sys.stderr)
+                time.sleep(2 ** attempt)
         digest = _sha256(tmp)
         if digest != SDIST_SHA256:
             raise RuntimeError(f"{SDIST_URL}: sha256 {digest}, expected {SDIST_SHA256}")
