@@ -313,12 +313,13 @@ def test_a_build_docker_has_no_room_for_is_not_started_and_says_how_to_make_room
     monkeypatch.setattr(b, "image_size", lambda docker, ref: int(2e9))
     monkeypatch.setattr(b, "get_image", lambda n: __import__("dataclasses").replace(IMAGES[n], build_gb=gb.get(n)))
     monkeypatch.setattr(b, "docker_build", lambda cmd, env: (started.append(cmd[cmd.index("-t") + 1]) or 0, ()))
+    monkeypatch.setattr(b, "remove_replaced", lambda old, ref, docker: None)
     out = b.build(["envpool", "brax"], [], False, say=lambda line: None)
     assert [(x.name, x.returncode, x.refused is None) for x in out] == [("base", 0, True), ("envpool", 0, True), ("brax", 2, False)]
     assert started == [f"{BASE_TAG}", "gpuenv/envpool:latest"]  # brax never started
     assert out[-1].refused == ("building brax needs about 100 GB free where Docker keeps its images (/var/lib/docker), and 12.5 GB "
                                "is free there: make room (`docker system prune` removes unused images and build cache) and build again")
-    # an image that is here already is rebuilt whatever the room (its layers are mostly reused)
+    # an image that is here already is rebuilt with REBUILD_GB free (its layers are mostly reused), not its whole figure
     monkeypatch.setattr(b, "local_image_id", lambda ref, docker: "sha256:x")
     assert [x.returncode for x in b.build(["brax"], [], False, say=lambda line: None)] == [0, 0]
     monkeypatch.setattr(b, "local_image_id", lambda ref, docker: None)
@@ -356,3 +357,30 @@ def test_a_failed_build_ends_with_its_own_last_lines_and_names_its_cause(monkeyp
     summary = out[out.index("the last 30 lines of base's build:"):]
     assert "#5 0.39 noise 39" in summary and "#5 0.10 noise 10" not in summary and summary.rstrip().endswith("------")
     assert out.count("#5 0.0 noise 0") == 1  # streamed as it came, once
+
+
+def test_a_rebuild_removes_the_image_it_replaced_unless_something_holds_it(monkeypatch):
+    """Every rebuild of gpuenv/<b>:latest left its predecessor untagged, and CI's builds, session after
+    session, filled the machine's disk (44 GB of them here; CI's ocean build then failed): the replaced
+    image is removed after a successful build, never forced (another tag or a container keeps it)."""
+    import subprocess as sp
+
+    from gpuenv.images import engine
+
+    calls: list[list[str]] = []
+    ids = {"gpuenv/x:latest": "sha256:new"}
+    held = {"sha256:held"}
+
+    def run(cmd):
+        calls.append(cmd)
+        if cmd[1:3] == ["image", "inspect"]:
+            return sp.CompletedProcess(cmd, 0, ids.get(cmd[-1], "") + "\n", "")
+        return sp.CompletedProcess(cmd, 1 if cmd[-1] in held else 0, "", "")
+
+    monkeypatch.setattr(engine, "_run", run)
+    assert engine.remove_replaced("sha256:old", "gpuenv/x:latest") == "sha256:old"
+    assert calls[-1] == ["docker", "image", "rm", "sha256:old"]  # no -f
+    assert engine.remove_replaced("sha256:held", "gpuenv/x:latest") is None  # the engine kept it
+    n = len(calls)
+    assert engine.remove_replaced("sha256:new", "gpuenv/x:latest") is None and calls[n:] == [calls[n]]  # unchanged: nothing removed
+    assert engine.remove_replaced(None, "gpuenv/x:latest") is None

@@ -26,7 +26,7 @@ from gpuenv.images.catalogue import (
     python_bases,
     system_args,
 )
-from gpuenv.images.engine import build_client, docker_free, docker_status, image_size, local_image_id
+from gpuenv.images.engine import build_client, docker_free, docker_status, image_size, local_image_id, remove_replaced
 from gpuenv.images.locks import version_lock, write_locks
 
 
@@ -125,6 +125,7 @@ class Built:
 
 
 TAIL_LINES = 30
+REBUILD_GB = 3.0  # free space a rebuild of an image already here needs (its changed layers, pip's and apt's downloads)
 
 
 def docker_build(cmd: list[str], env: dict[str, str]) -> tuple[int, tuple[str, ...]]:
@@ -183,9 +184,11 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
         ref = cmd[cmd.index("-t") + 1]
         img = get_image(name) if name != "base" else None
         # Before each build, as the ones before it took their space; a rebuild of an image that is
-        # here mostly reuses its layers, so it is not held to the whole figure.
-        if img is not None and not local_image_id(ref, docker):
-            problem = room_problem(name, img.build_gb, docker_free(docker))
+        # here mostly reuses its layers, so it is held to REBUILD_GB, not the whole figure.
+        before = local_image_id(ref, docker)
+        if img is not None:
+            need = img.build_gb if not before or img.build_gb is None else min(img.build_gb, REBUILD_GB)
+            problem = room_problem(name, need, docker_free(docker))
             if problem:
                 out.append(Built(name, 2, 0.0, None, refused=problem))
                 break
@@ -201,6 +204,8 @@ def build(names: list[str], pins: list[str], dry_run: bool, say: Callable[[str],
         t0 = time.perf_counter()
         rc, tail = docker_build(cmd, env)
         out.append(Built(name, rc, time.perf_counter() - t0, image_size(docker, ref) if rc == 0 else None, tail=tail if rc else ()))
+        if rc == 0 and (gone := remove_replaced(before, ref, docker)):
+            say(f"removed {gone[:19]}: the image {ref} named before this build")
         if rc != 0:
             break  # later images build on this one, or would fail the same way
     return out

@@ -59,6 +59,17 @@ def local_image_id(ref: str, docker: str = "docker") -> str | None:
     return _run([docker, "image", "inspect", "--format", "{{.Id}}", ref]).stdout.strip() or None
 
 
+def remove_replaced(old: str | None, ref: str, docker: str = "docker") -> str | None:
+    """After a build tagged `ref` anew: remove the image `old` that `ref` named before, where nothing else
+    holds it (no other tag, no container: plain `docker image rm`, never forced). Each rebuild otherwise
+    leaves its predecessor untagged, and CI's repeated builds filled a machine's disk with them. The id
+    removed, or None (nothing replaced, or the engine kept it)."""
+    new = local_image_id(ref, docker)
+    if not old or not new or old == new:
+        return None
+    return old if _run([docker, "image", "rm", old]).returncode == 0 else None
+
+
 def docker_free(docker: str = "docker") -> tuple[str, int] | None:
     """(the directory where this machine's engine keeps images, bytes free there); None where that
     cannot be read from here (a remote engine, a root this user cannot see)."""
