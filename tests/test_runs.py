@@ -40,14 +40,14 @@ def test_a_run_missing_cases_its_command_planned_is_half_finished_and_older_runs
 
 def test_decide_refuses_a_half_finished_run_unless_asked(cli, tmp_path):
     run = copied(tmp_path, 41, drop=3)
-    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(run))
+    r = cli("decide", "--task", "halfcheetah", "--budget", "49M", str(run))
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert ("error: run 20261204T100646Z-df2a69 of [1] Intel(R) Xeon(R) Processor (2 cores), no GPU is half-finished "
             "(38 of the 41 cases its bench command planned at 2026-12-04T10:06:46+00:00 have records)") in r.stderr
     assert "pass --partial to decide from it anyway" in r.stderr and "--run-id 20261204T100646Z-df2a69" in r.stderr
-    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(run), "--partial")
+    r = cli("decide", "--task", "halfcheetah", "--budget", "49M", str(run), "--partial")
     out = " ".join(r.stdout.split())
-    assert r.returncode == 0 and "answer: envpool:sync: trains 1 x 50,000,000 steps" in out, r.stderr
+    assert r.returncode == 0 and "answer: envpool:sync: trains 1 x 49,000,000 steps" in out, r.stderr
     assert "why: from half-finished run 20261204T100646Z-df2a69 (38 of the 41 cases" in out and "as --partial asked" in out
 
 
@@ -59,7 +59,7 @@ def test_decide_answers_from_the_machines_finished_runs_and_says_which_it_left_o
         rec["run_id"], rec["created_utc"] = "20261205T000000Z-aaaaaa", rec["created_utc"].replace("2026-12-04", "2026-12-05")
         rec["invocation"]["started_utc"] = "2026-12-05T00:00:00+00:00"
         p.write_text(json.dumps(rec))
-    r = cli("decide", "--task", "halfcheetah", "--budget", "50M", str(whole), str(half))
+    r = cli("decide", "--task", "halfcheetah", "--budget", "49M", str(whole), str(half))
     out = " ".join(r.stdout.split())
     assert r.returncode == 0, r.stderr
     assert "why: left out half-finished run 20261205T000000Z-aaaaaa (38 of the 41 cases its bench command planned" in out

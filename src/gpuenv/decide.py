@@ -34,11 +34,15 @@ from dataclasses import dataclass, field
 from gpuenv.errors import UserError
 from gpuenv.measure.fingerprint import without_speed
 from gpuenv.modes import of
+from gpuenv.modes.base import PhaseRate
 from gpuenv.results.schema import Record
 
 NO_TRAINING = ("neither the shared trainer's collect (or +inference) and learn phases nor a time-to-reward run were measured "
                "for it")
 BUDGET_LIMIT = 50_000_000  # the course's "budget < 50M steps: CPU is fine"
+# The course wrote "Gesamt-Budget < 50M Timesteps": below it, strictly. A budget of exactly 50M is not below
+# it, so it lands on the next row that applies (20+ configs, else the GPU row), and the answer says so.
+THRESHOLD_TEXT = "the course's 'Gesamt-Budget < 50M Timesteps': exactly 50M is not below it"
 CONFIGS_ENVPOOL = 20  # "20+ hyperparameter configs: consider EnvPool"
 
 ROWS = {
@@ -73,6 +77,7 @@ class Parts:
     fixed_s: float = 0.0  # startup + compile of that record (at its num_envs)
 
     collect_phase: str = "collect"  # the phase collection was measured by: collect, or +inference (older records)
+    learn_case: str = ""  # the record whose learn phase it takes, where not its own (same learner: phases.learner_key)
 
     def train_s(self, steps: float) -> tuple[float, float, float]:
         """Seconds to collect and learn `steps` env steps: (median, low, high)."""
@@ -87,7 +92,7 @@ class Parts:
     @property
     def how(self) -> str:
         return (f"{self.trainer}: collection {self.collect[0]:,.0f} ({self.collect_phase} phase) + learning "
-                f"{self.learn[0]:,.0f} steps/s")
+                f"{self.learn[0]:,.0f} steps/s" + (f" (learn phase of {self.learn_case}: the same learner)" if self.learn_case else ""))
 
 
 @dataclass(frozen=True)
@@ -119,18 +124,35 @@ class EndToEnd:
 Training = Parts | EndToEnd
 
 
-def parts_of(r: Record) -> Parts | None:
-    """The training parts one throughput record measured: its collect (else +inference) and learn
-    phases, of one definition."""
+Learners = dict[str, tuple[PhaseRate, str]]  # learner key -> (its newest learn phase, that record's case key)
+
+
+def learners_of(records: list[Record]) -> Learners:
+    """The newest learn phase of each learner (phases.learner_key) in these records (one machine's)."""
+    out: Learners = {}
+    for r in sorted(records, key=lambda r: r.created_utc):
+        le = of(r).phase_rates(r).get("learn")
+        if le is not None and le.learner:
+            out[le.learner] = (le, r.case_key)
+    return out
+
+
+def parts_of(r: Record, learners: Learners | None = None) -> Parts | None:
+    """The training parts one throughput record measured: its collect (else +inference) phase, and
+    its learn phase, else the learn phase of another record of the machine that ran the same learner
+    (the task's definition, on the same device: learning does not depend on the simulator)."""
     rates = of(r).phase_rates(r)
     phase = "collect" if "collect" in rates else "inference"
     c, le = rates.get(phase), rates.get("learn")
+    learn_case = ""
+    if c is not None and le is None and learners and c.learner in learners:
+        le, learn_case = learners[c.learner]
     if c is None or le is None:
         return None
     trainer = f"SB3 PPO, {c.definition}" if c.definition else "SB3 PPO, the shared definition"
     step = of(r).step_rate(r)
     return Parts(c.num_envs, (c.median, c.ci_low, c.ci_high), (le.median, le.ci_low, le.ci_high), trainer, r.case_key,
-                 step.fixed_s if step else 0.0, "collect" if phase == "collect" else "+inference")
+                 step.fixed_s if step else 0.0, "collect" if phase == "collect" else "+inference", learn_case)
 
 
 def end_to_end_of(r: Record) -> EndToEnd | None:
@@ -185,9 +207,13 @@ class Decision:
     versus: list[str] = field(default_factory=list)  # the course's rule against the numbers: agreement or not, the crossover
     other_machines: list[str] = field(default_factory=list)  # machines in the records this answer is not from (--machine N)
     unfinished: list[str] = field(default_factory=list)  # its half-finished runs, taken in (--partial) or left out (also in why)
+    pick: Option | None = None  # the option the answer names
+    row_key: str = ""  # the row's key in ROWS: course, small, configs, gpu
+    validation: Validation | None = None  # what checks the pick's prediction (or the run that would)
 
     def to_dict(self) -> dict:
-        """Everything `decide` prints, for `decide --json`."""
+        """Everything `decide` prints, for `decide --json`: the pick, the row, the prediction and its
+        validation as fields (a consumer never parses the prose of `answer` and `why`)."""
         def option(o: Option) -> dict:
             pred = o.predicted_s(self.budget, self.configs)
             return {"backend": o.selector, "num_envs": o.num_envs, "env_steps_per_s": o.rate, "ci": list(o.ci),
@@ -200,7 +226,14 @@ class Decision:
                         **({"collection_steps_per_s": o.training.collect[0], "learning_samples_per_s": o.training.learn[0]}
                            if isinstance(o.training, Parts) else {"measured_end_to_end": True})}}
 
+        total = self.budget * self.configs
         return {"task": self.task, "budget": self.budget, "configs": self.configs, "machine": self.machine, "row": self.row,
+                "row_key": self.row_key,
+                "pick": None if self.pick is None else option(self.pick),
+                "gpu_measured_here": any(o.gpu_backend and o.device != "cpu" for o in self.options),
+                "course": {"budget_limit_steps": BUDGET_LIMIT, "total_steps": total, "below_budget_limit": total < BUDGET_LIMIT,
+                           "configs_envpool": CONFIGS_ENVPOOL, "course_task": self.row_key == "course"},
+                "validation": None if self.validation is None else self.validation.to_dict(),
                 "answer": self.answer, "why": self.why, "needs_gpu": self.needs_gpu, "versus_the_course": self.versus,
                 "other_machines": self.other_machines,
                 "options": [option(o) for o in self.options],
@@ -353,11 +386,12 @@ def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
     if not best:
         raise UserError(f"no throughput record of task {task!r} on {machine}: run `gpuenv bench --task {task}` first")
     models: dict[str, dict[str, Training]] = {sel: {} for sel in best}  # per backend:variant, per trainer, the newest
+    learners = learners_of(recs)
     for r in sorted(recs, key=lambda r: r.created_utc):
         sel = r.case.label
         if sel not in best:
             continue
-        if (p := parts_of(r)) is not None:
+        if (p := parts_of(r, learners)) is not None:
             models[sel]["sb3"] = p  # the shared trainer: composed from parts wherever they were measured
         elif (e := end_to_end_of(r)) is not None:
             if not isinstance(models[sel].get(e.trainer_id), Parts):  # its own time-to-reward runs check the parts instead
@@ -367,6 +401,63 @@ def options_for(task: str, machine: str, recs: list[Record]) -> list[Option]:
         if trained:
             best[sel].training = max(trained.values(), key=lambda m: m.rate)
     return sorted(best.values(), key=lambda o: -o.rate)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """What checks a prediction: the time-to-reward runs of its machine, backend, task and size that the
+    composed model was set against (their errors), the end-to-end measurement itself, or none (and the
+    run that would check it)."""
+
+    kind: str  # "model checks", "measured end to end", "not validated"
+    checks: tuple[str, ...] = ()  # the time-to-reward records' case keys
+    error_low: float | None = None  # predicted / measured - 1, lowest and highest over the checks
+    error_high: float | None = None
+    would_validate: str | None = None  # the command whose records would check it
+
+    @property
+    def text(self) -> str:
+        if self.kind == "model checks" and self.error_low is not None and self.error_high is not None:
+            return (f"validated by {len(self.checks)} time-to-reward run(s) of this machine ({', '.join(self.checks)}): error "
+                    f"{100 * self.error_low:+.0f}% to {100 * self.error_high:+.0f}%")
+        if self.kind == "measured end to end":
+            return f"measured end to end ({', '.join(self.checks)}): the prediction is that training's own rate"
+        return "not validated" + (f": {self.would_validate} would validate it" if self.would_validate else
+                                  ": no time-to-reward suite trains it with this trainer yet")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "checks": list(self.checks), "error_low": self.error_low, "error_high": self.error_high,
+                "would_validate": self.would_validate, "text": self.text}
+
+
+TTR_SUITES = ("ppo-smoke", "ppo")  # where a validating run is looked for: the quicker suite first
+
+
+def would_validate(task: str, selector: str, trainer: str = "sb3") -> str | None:
+    """The command of a time-to-reward suite case that trains `task` on `selector` with `trainer`, or None."""
+    from gpuenv.registry import default_registry
+    from gpuenv.suites import load_any
+
+    backend, _, variant = selector.partition(":")
+    for name in TTR_SUITES:
+        _, suite = load_any(name, default_registry())
+        for c in suite.cases:
+            if c.trainer == trainer and c.task == task and c.backend == backend and (not variant or c.variant == variant):
+                return f"gpuenv bench --suite {name} --task {task} --backend {selector}"
+    return None
+
+
+def validation_of(o: Option, task: str, checks: list[ModelCheck]) -> Validation | None:
+    """The validation of one option's training prediction (None where nothing is predicted)."""
+    if o.training is None:
+        return None
+    if isinstance(o.training, EndToEnd):
+        return Validation("measured end to end", (o.training.case_key,))
+    mine = [c for c in checks if c.parts_case == o.training.case_key]
+    if mine:
+        errs = sorted(c.error for c in mine)
+        return Validation("model checks", tuple(c.case_key for c in mine), errs[0], errs[-1])
+    return Validation("not validated", would_validate=would_validate(task, o.selector))
 
 
 @dataclass(frozen=True)
@@ -399,8 +490,9 @@ def model_checks(records: list[Record]) -> list[ModelCheck]:
     out = []
     for _, recs in machines([r for r in records if r.status == "ok"]):
         parts = {}
+        learners = learners_of(recs)
         for r in sorted(recs, key=lambda r: r.created_utc):
-            if (p := parts_of(r)) is not None:
+            if (p := parts_of(r, learners)) is not None:
                 parts[(r.case.label, r.case.task, r.case.num_envs)] = p
         for r in recs:
             trainer, runs = of(r).reached_runs(r)
@@ -481,6 +573,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
                             f"(gpuenv bench ... --run-id {run}), or pick another machine with --machine N")
         recs, left_out, unfinished = kept, unfinished, {}
     opts = options_for(task, machine, recs)
+    checks = [c for c in model_checks(recs) if c.task == task]  # recs: this machine's ok records of the task
     total = budget * configs
     protocol_only = sorted({(r.case.label, b) for r in recs if (b := benchmark_only(r)) and of(r).step_rate(r) is not None})
     from gpuenv.format import duration
@@ -505,8 +598,9 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     def line(o: Option) -> str:
         p = o.predicted_s(budget, configs)
         if p and o.training:
+            v = validation_of(o, task, checks)
             ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.training.num_envs} envs "
-                   f"({o.training.how})")
+                   f"({o.training.how}){'; ' + v.text if v and not isinstance(o.training, EndToEnd) else ''}")
         else:
             ppo = f"; PPO training not predicted: {NO_TRAINING}"
         return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} of stepping "
@@ -532,18 +626,19 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         why.append(f"{configs} configs >= {CONFIGS_ENVPOOL}: many short CPU runs, where {names}'s in-process pool wins: {line(pick)}")
         if not pool:
             why.append(f"no {names} record of {task} here: gpuenv bench --backend {names} --task {task}")
-    elif total <= BUDGET_LIMIT:
+    elif total < BUDGET_LIMIT:
         row = ROWS["small"]
         cpu_backends = [o for o in opts if not o.gpu_backend]
         pick = quickest(cpu_backends)
-        head = f"{total:,} steps in all is within the course's {BUDGET_LIMIT:,} (taken as 'up to'): "
+        head = f"{total:,} steps in all is below the course's {BUDGET_LIMIT:,}: "
         why.append(f"{head}the fastest CPU backend measured here finishes in {duration(wall(pick))}: {line(pick)}" if cpu_backends else
                    f"{head}no CPU backend was measured on this machine (compare with a CPU machine's records: --machine N); "
                    f"its fastest finishes in {duration(wall(pick))}: {line(pick)}")
     else:
         row = ROWS["gpu"]
         pick = quickest(gpu_here)
-        why.append(f"{total:,} steps in all is past the course's {BUDGET_LIMIT:,}: at this scale a GPU simulator pays for its startup")
+        why.append(f"{total:,} steps in all is not below the course's {BUDGET_LIMIT:,} ({THRESHOLD_TEXT}): at this scale a GPU "
+                   "simulator pays for its startup")
         if not gpu_here:
             why.append(f"this machine measured no backend on a GPU; its fastest is {line(pick)}")
     for o in opts:
@@ -572,24 +667,21 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     else:
         answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; training not predicted "
                   f"({NO_TRAINING})")
+    validation = validation_of(pick, task, checks)
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
 
         gpu_backends = ", ".join(b.name for b in default_registry().visible() if b.device == "gpu" and task in b.tasks)
         answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
                   f"this machine's fastest: {answer}")
-    checks = [c for c in model_checks(recs) if c.task == task]  # recs: this machine's ok records of the task
     if isinstance(pick.training, EndToEnd):
         answer += (f"; measured end to end, not composed: the interval is the spread of its {pick.training.seeds} seed(s)' training "
                    "rates")
-    elif pred and checks:
-        errs = sorted(100 * c.error for c in checks)
-        answer += (f"; the interval is the parts' measurement noise only: the model missed this machine's "
-                   f"time-to-reward runs by {errs[0]:+.0f}% to {errs[-1]:+.0f}%")
-    elif pred:
-        answer += "; the interval is the parts' measurement noise only (no time-to-reward run of this task here checks the model)"
+    elif pred and validation is not None:
+        answer += f"; the interval is the parts' measurement noise only; {validation.text}"
+    row_key = next(k for k, v in ROWS.items() if v == row)
     return Decision(task, budget, configs, machine, opts, row, answer, why, needs, checks, verdict,
-                    [newest_line(label, theirs) for label, theirs in others], halves)
+                    [newest_line(label, theirs) for label, theirs in others], halves, pick, row_key, validation)
 
 
 def decide_each(tasks: list[str] | None, budget: int, configs: int, records: list[Record], machine: str | None = None,

@@ -100,6 +100,7 @@ class PhaseRate:
     ci_high: float
     num_envs: int
     definition: str  # the trainer definition it ran ("" where none: stepping phases)
+    learner: str = ""  # the policy phases' learner (phases.learner_key): a learn rate serves every collect of the same one
 
 
 @dataclass(frozen=True)

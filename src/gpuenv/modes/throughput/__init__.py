@@ -86,7 +86,8 @@ class Throughput(Mode["ThroughputRecord"]):
 
     def phase_rates(self, record: ThroughputRecord) -> dict[str, PhaseRate]:
         phases = record.summary.phases if record.status == "ok" and record.summary else {}
-        return {name: PhaseRate(e.median, e.ci_low, e.ci_high, record.case.num_envs, str(p.details.get("definition", "")))
+        return {name: PhaseRate(e.median, e.ci_low, e.ci_high, record.case.num_envs, str(p.details.get("definition", "")),
+                                str(p.details.get("learner", "")))
                 for name, p in phases.items() if (e := p.env_steps_per_s)}
 
     def device(self, record: ThroughputRecord) -> str | None:

@@ -146,6 +146,18 @@ def spec_for(case: Case, names: tuple[str, ...], sizes: tuple[tuple[str, int], .
     return {"names": list(names), "ppo": {"hyperparams": hyperparams, "source": source}}
 
 
+def learner_key(task: str, hyperparams: dict, device: str, threads: int) -> str:
+    """What a `learn` rate is a rate of, as one comparable string: the task (its observation and action
+    spaces size the network), the definition's hyperparameters but n_steps (a sample's cost is n_epochs x
+    a minibatch step / batch_size, whatever the rollout's length: see PHASE_PPO_KEYS), the policy's
+    device and torch's threads. Learning does not depend on the simulator: `gpuenv decide` takes one
+    record's learn rate for every backend whose collect phase ran the same learner."""
+    import json
+
+    kept = {k: v for k, v in hyperparams.items() if k != "n_steps"}
+    return json.dumps({"task": task, "hyperparams": kept, "device": device, "torch_threads": threads}, sort_keys=True)
+
+
 # --- the steppers (gpuenv.backends.base.Stepper's run/sync) of the policy phases ----------------
 
 
@@ -257,7 +269,8 @@ class _Policy:
         from gpuenv.modes.ttr.train import build_sb3
 
         self.model, self.venv, self.details = build_sb3(backend, case.variant, native, case.num_envs, case.seed, ppo["hyperparams"])
-        self.details.update(definition=ppo["source"], torch_threads=torch.get_num_threads())
+        self.details.update(definition=ppo["source"], torch_threads=torch.get_num_threads(),
+                            learner=learner_key(case.task, ppo["hyperparams"], self.model.device.type, torch.get_num_threads()))
         self.torch = torch
         cuda = self.model.device.type == "cuda"
         self.sync = torch.cuda.synchronize if cuda else (lambda: None)
