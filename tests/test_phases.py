@@ -278,3 +278,23 @@ def test_the_worker_keeps_each_phase_as_it_finishes():
                          done=lambda o: seen.append(sorted(o)))
     assert seen == [["step"], ["step", "vecenv"]]
     assert out["step"]["env_steps_per_s"] and out["vecenv"]["absent"].startswith("fake declares no batched env")
+
+
+def test_the_phase_table_never_cuts_a_backend_label_on_a_narrow_terminal():
+    """`show` once printed "brax:genera…" in the phase table: its backend column is unbroken and as wide as
+    the longest label, like the main table's, and a phase no row measured (+update here) takes no column."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from gpuenv.history.load import load_records
+
+    run = Path(__file__).resolve().parents[1] / "results" / "published" / "20261205T115429Z-f686a5"
+    records, _ = load_records([run])
+    (table,) = [t for t in phase_tables(records) if "halfcheetah" in str(t.title)]
+    console = Console(width=110, record=True, color_system=None)
+    console.print(table)
+    text = console.export_text()
+    body = [ln for ln in text.splitlines() if ln.startswith("│")]
+    assert "brax:generalized" in text and "gymnasium:subproc" in text and not any("…" in ln for ln in body), text
+    assert "+update" not in text.split("step:")[0] and "learn" in text

@@ -50,7 +50,7 @@ def tables(records: Records, details: bool = False) -> list[Table]:
         title = f"{task}: env steps/s, median and 95% interval" + ("; physics/s: physics steps/s (x per env step)" if physics else "")
         t = Table(title=title, title_justify="left", caption="\n".join(solver_notes(recs)) or None, caption_justify="left")
         # the backend label whole on any terminal (the other columns wrap first): tests and readers grep it
-        t.add_column("backend", justify="left", no_wrap=True, min_width=max(len(r.case.label) for r in recs))
+        add_backend_column(t, recs)
         for col, just in [
             ("envs", "right"),
             ("steps/s", "right"),
@@ -150,6 +150,11 @@ def case_phase_rows(r: ThroughputRecord) -> list[list[str]]:
             for name, p in phases.items()]
 
 
+def add_backend_column(t: Table, recs: Records) -> None:
+    """The backend:variant column, never broken or cut ("brax:genera…"): the name is what a row is."""
+    t.add_column("backend", justify="left", no_wrap=True, min_width=max((len(r.case.label) for r in recs), default=7))
+
+
 def phase_tables(records: Records) -> list[Table]:
     """Per task: the rate lost between stepping alone and training (gpuenv.modes.throughput.phases)."""
     from gpuenv.modes.throughput.phases import HEADERS, LEGEND, PHASES
@@ -158,10 +163,14 @@ def phase_tables(records: Records) -> list[Table]:
     for task, recs in _with_phases(records).items():
         t = Table(title=f"{task}: where the rate goes, env steps/s (x step+reset), median", title_justify="left",
                   caption=LEGEND, caption_justify="left")
-        for col in ["backend", "envs", *(HEADERS[p] for p in PHASES), "reset us/env"]:
-            t.add_column(col, justify="left" if col == "backend" else "right")
-        for r in recs:
-            t.add_row(r.case.label, str(r.case.num_envs), *phase_cells(r))
+        add_backend_column(t, recs)
+        cols = [HEADERS[p] for p in PHASES] + ["reset us/env"]
+        rows = [phase_cells(r) for r in recs]
+        kept = [i for i in range(len(cols)) if any(row[i] for row in rows)]  # a phase no row measured: no column
+        for col in ["envs", *(cols[i] for i in kept)]:
+            t.add_column(col, justify="right")
+        for r, row in zip(recs, rows, strict=True):
+            t.add_row(r.case.label, str(r.case.num_envs), *(row[i] for i in kept))
         out.append(t)
     return out
 
