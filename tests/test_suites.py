@@ -66,11 +66,13 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     phased = {pc.case.backend for pc in q.items if {"step", "vecenv", "inference", "collect"} <= set(pc.measure.phases)}
     assert phased == {"gymnasium", "envpool"}
     learn = sorted((pc.case.task, f"{pc.case.backend}:{pc.case.variant}") for pc in q.items if "learn" in pc.measure.phases)
-    assert learn == sorted((t, "envpool:sync") for t in ("cartpole", "halfcheetah", "ant", "pong", "cheetah_run")), learn
+    assert learn == sorted([*((t, "envpool:sync") for t in ("cartpole", "halfcheetah", "ant", "pong", "cheetah_run")),
+                            ("ballchase", "godot:uncapped")]), learn
     collect = {(f"{pc.case.backend}:{pc.case.variant}", pc.case.task) for pc in q.items if "collect" in pc.measure.phases}
     assert {("gymnasium:dummy", "cartpole"), ("gymnasium:subproc", "cartpole"), ("gymnasium:subproc", "halfcheetah"),
             ("gymnasium:subproc", "ant"), ("gymnasium:subproc", "pong"), ("brax:generalized", "halfcheetah"),
-            ("mjx:jax-brax", "halfcheetah"), ("playground:jax", "cheetah_run")} <= collect, collect
+            ("mjx:jax-brax", "halfcheetah"), ("playground:jax", "cheetah_run"), ("godot4:godotphysics-uncapped", "ballchase"),
+            ("godot4:jolt-uncapped", "ballchase")} <= collect, collect
     assert not any("update" in pc.measure.phases for pc in q.items)  # the whole PPO iteration is the throughput suite's
     t = plan(load_suite("throughput", REG), REG)
     assert max(pc.case.num_envs for pc in t.items) == 16384
