@@ -738,3 +738,18 @@ def test_another_machines_gpu_that_starts_quicker_but_steps_slower_finishes_firs
     slow = Option("brax:generalized", 1024, 5_000.0, (4_900.0, 5_100.0), 90.0, "gpu", True, "brax-generalized-halfcheetah-n1024")
     (line,) = across_machines([cpu], [("[2] lent-h200: x", [slow])], 1_000_000, 1)
     assert line.endswith("; the GPU machine never finishes first: it is slower per step"), line
+
+
+def test_an_option_without_a_training_prediction_says_why_and_what_would_give_one():
+    """'training not predicted' names its cause: no shared definition for the task, a variant the shared
+    trainer does not run, an env served from its own environment, or a phase these records lack (and the
+    command that measures it), with the time-to-reward run that would measure it end to end where a suite has one."""
+    from gpuenv.decide import not_predicted
+
+    assert not_predicted("breakout_minatar", "gymnax:jit").endswith("(suites/ppo.toml has no shared PPO definition for breakout_minatar)")
+    assert "(the shared PPO trainer runs envpool as sync, not async-pinned)" in not_predicted("pong", "envpool:async-pinned")
+    godot = not_predicted("ballchase", "godot:uncapped")
+    assert "(these records have no collect phase of it: gpuenv bench --suite quick --task ballchase measures it)" in godot
+    assert godot.endswith("a time-to-reward run would measure it end to end: gpuenv bench --suite ppo-smoke --task ballchase "
+                          "--backend godot:uncapped")
+    assert "served from its own environment" in not_predicted("inverted_pendulum", "genesis:random")

@@ -447,6 +447,26 @@ def would_validate(task: str, selector: str, trainer: str = "sb3") -> str | None
     return None
 
 
+def not_predicted(task: str, selector: str) -> str:
+    """Why an option has no training prediction, and what would give it one."""
+    from gpuenv.modes.throughput.phases import shared_definition
+    from gpuenv.registry import default_registry
+
+    backend, _, variant = selector.partition(":")
+    b = default_registry().backends.get(backend)
+    run = would_validate(task, selector) or would_validate(task, selector, "pufferl")
+    then = f"; a time-to-reward run would measure it end to end: {run}" if run else ""
+    if shared_definition(task, backend, variant) is None:
+        return f"{NO_TRAINING} (suites/ppo.toml has no shared PPO definition for {task}){then}"
+    if b is None or b.ppo_env is None:
+        return f"{NO_TRAINING} ({backend} has no VecEnv for the shared PPO trainer){then}"
+    if b.ppo_env.variants is not None and variant not in b.ppo_env.variants:
+        return f"{NO_TRAINING} (the shared PPO trainer runs {backend} as {', '.join(b.ppo_env.variants)}, not {variant}){then}"
+    if b.environment is not None:
+        return f"{NO_TRAINING} ({backend}'s env trains served from its own environment, not in a throughput worker){then}"
+    return f"{NO_TRAINING} (these records have no collect phase of it: gpuenv bench --suite quick --task {task} measures it){then}"
+
+
 def validation_of(o: Option, task: str, checks: list[ModelCheck]) -> Validation | None:
     """The validation of one option's training prediction (None where nothing is predicted)."""
     if o.training is None:
@@ -602,7 +622,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
             ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.training.num_envs} envs "
                    f"({o.training.how}){'; ' + v.text if v and not isinstance(o.training, EndToEnd) else ''}")
         else:
-            ppo = f"; PPO training not predicted: {NO_TRAINING}"
+            ppo = f"; PPO training not predicted: {not_predicted(task, o.selector)}"
         return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} of stepping "
                 f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
 
@@ -666,7 +686,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
                   f"{where}, predicted for {pick.training.trainer} at {pick.training.num_envs} envs")
     else:
         answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; training not predicted "
-                  f"({NO_TRAINING})")
+                  f"({not_predicted(task, pick.selector)})")
     validation = validation_of(pick, task, checks)
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
