@@ -44,7 +44,8 @@ def test_the_shared_definition_is_the_ppo_suites_sb3_case_of_the_task():
     hp, source = shared_definition("halfcheetah", "envpool", "sync")
     assert source == "suites/ppo.toml case ppo-sb3-envpool-sync-halfcheetah-n1"
     assert hp["n_steps"] == 512 and hp["normalize"] is True
-    assert shared_definition("ballchase", "godot", "uncapped") is None  # suites/ppo.toml trains no ballchase
+    assert shared_definition("ballchase", "godot", "uncapped")[1] == "suites/ppo.toml case ppo-sb3-godot-uncapped-ballchase-n16"
+    assert shared_definition("franka_scene", "genesis", "default") is None  # suites/ppo.toml trains no franka_scene
     # another backend's sb3 case of the task is the definition where this backend has none
     assert shared_definition("halfcheetah", "brax", "generalized")[1] == "suites/ppo.toml case ppo-sb3-gymnasium-subproc-halfcheetah-n1"
 

@@ -151,7 +151,7 @@ def case_phase_rows(r: ThroughputRecord) -> list[list[str]]:
 
 
 def add_backend_column(t: Table, recs: Records) -> None:
-    """The backend:variant column, never broken or cut ("brax:genera…"): the name is what a row is."""
+    """The backend:variant column, never broken or cut to "name:genera…": the name is what a row is."""
     t.add_column("backend", justify="left", no_wrap=True, min_width=max((len(r.case.label) for r in recs), default=7))
 
 
