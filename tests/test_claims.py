@@ -746,10 +746,24 @@ def test_an_option_without_a_training_prediction_says_why_and_what_would_give_on
     command that measures it), with the time-to-reward run that would measure it end to end where a suite has one."""
     from gpuenv.decide import not_predicted
 
-    assert not_predicted("breakout_minatar", "gymnax:jit").endswith("(suites/ppo.toml has no shared PPO definition for breakout_minatar)")
+    assert not_predicted("go2_scene", "genesis:random").startswith("nothing to train")
+    minatar = not_predicted("breakout_minatar", "gymnax:jit")  # suites/ppo.toml defines it: the quick suite's phases would measure it
+    assert "(these records have no collect phase of it: gpuenv bench --suite quick --task breakout_minatar measures it)" in minatar
+    # Ocean's environment has SB3 (its lock pins it): its phases run in its worker, so not the served reason
+    assert "no collect phase of it" in not_predicted("ocean_breakout", "ocean:native")
     assert "(the shared PPO trainer runs envpool as sync, not async-pinned)" in not_predicted("pong", "envpool:async-pinned")
     godot = not_predicted("ballchase", "godot:uncapped")
     assert "(these records have no collect phase of it: gpuenv bench --suite quick --task ballchase measures it)" in godot
     assert godot.endswith("a time-to-reward run would measure it end to end: gpuenv bench --suite ppo-smoke --task ballchase "
                           "--backend godot:uncapped")
     assert "served from its own environment" in not_predicted("inverted_pendulum", "genesis:random")
+
+
+def test_a_speed_scene_without_reward_has_nothing_to_train_not_a_missing_prediction():
+    """franka_scene rewards nothing: decide says there is nothing to train, never 'training not predicted',
+    and --json carries the reason as a field."""
+    from gpuenv.decide import not_predicted, nothing_to_train
+
+    assert nothing_to_train("franka_scene") == "nothing to train: franka_scene has no reward (a speed scene: stepping only)"
+    assert nothing_to_train("halfcheetah") is None
+    assert not_predicted("franka_scene", "genesis:random") == nothing_to_train("franka_scene")

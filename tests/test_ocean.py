@@ -105,6 +105,42 @@ def test_ocean_breakout_builds_and_steps_for_real_and_records_its_settings(cli, 
     assert e["lock_sha256"] == hashlib.sha256((ROOT / INFO.environment.lock).read_bytes()).hexdigest()
 
 
+OCEAN_PHASES = """
+[measure]
+processes = 1
+values = 2
+warmups = 0
+min_time_s = 0.05
+chunk_steps = 10
+timeout_s = 600
+[[matrix]]
+backends = ["ocean:native"]
+tasks = ["ocean_breakout"]
+num_envs = [4]
+phases = ["collect", "learn"]
+phase_ppo = { n_steps = 8, n_epochs = 1, batch_size = 32 }
+"""
+
+
+def test_the_shared_definitions_collect_and_learn_run_in_oceans_worker_unserved(cli, tmp_path):
+    """Ocean's lock has SB3: the policy phases build the shared definition (suites/ppo.toml's ocean_breakout case)
+    on Ocean's env in its own worker, stepped in that process (no served env), and decide reads them."""
+    r = cli("bench", "--suite", str(write_suite(tmp_path / "phases.toml", OCEAN_PHASES)), "--out", str(tmp_path / "out"), timeout=1200)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    (rec,) = (json.loads(p.read_text()) for p in (tmp_path / "out").rglob("*.json"))
+    phases = rec["summary"]["phases"]
+    for name in ("collect", "learn"):
+        assert phases[name]["failed"] is None and phases[name]["absent"] is None, (name, phases[name])
+        assert phases[name]["env_steps_per_s"]["median"] > 0
+    d = phases["collect"]["details"]
+    assert d["definition"].startswith("suites/ppo.toml case ppo-sb3-ocean-native-ocean_breakout-n8 with ") and "env_process" not in d
+    assert rec["where"]["environment"]["name"] == "ocean"
+    out = cli("decide", "--task", "ocean_breakout", "--budget", "1M", "--json", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stderr
+    pick = json.loads(out.stdout)["pick"]
+    assert pick["backend"] == "ocean:native" and pick["training"]["predicted_s"] > 0 and pick["why_no_training"] is None
+
+
 def test_the_main_installs_pufferlib_is_not_oceans_and_telling_them_apart_imports_neither(tmp_path):
     """Metta's pufferlib-core (the main install's `pufferlib`) has no Ocean: the ocean backend is never run in
     the main interpreter, and finding that out imports no pufferlib (its __init__ imports torch)."""

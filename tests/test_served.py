@@ -89,7 +89,12 @@ def test_the_env_process_ends_by_itself_when_the_trainer_is_gone():
 def test_only_a_backend_in_its_own_environment_is_served():
     reg = default_registry()
     assert is_served(reg.get("ocean")) and not is_served(reg.get("gymnasium"))
-    assert vecenv_factory(reg.get("gymnasium")).__name__ == "make_vecenv"
+    gym = reg.get("gymnasium")
+    venv, _ = vecenv_factory(gym)("dummy", gym.tasks["cartpole"], 2, 0)  # built here, in this process
+    try:
+        assert not isinstance(venv, ServedVecEnv) and venv.num_envs == 2
+    finally:
+        venv.close()
 
 
 def test_a_served_trainers_worker_runs_here_and_its_record_names_both_sides():
@@ -122,3 +127,40 @@ def test_policy_phases_where_the_backends_environment_lacks_sb3_are_absent_and_s
     native = default_registry().native("ocean_breakout", "ocean")
     with pytest.raises(phases.Absent, match="ocean's own environment has no torch or Stable-Baselines3; its env trains served"):
         phases._Policy(Case("ocean", "native", "ocean_breakout", 4), native, {"hyperparams": {}, "source": "suites/ppo.toml"})
+
+
+def test_a_contract_env_built_where_sb3_is_importable_steps_in_process_as_an_sb3_vecenv():
+    """Ocean's PPO env keeps SB3's contract without SB3 (it is served from Ocean's environment); where its
+    environment has SB3 after all (the throughput worker's policy phases), the unserved factory gives SB3 a
+    VecEnv over the same env, in this process: what SB3 gets is what the env returned."""
+    from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+
+    from gpuenv.backends.vecenv import ContractVecEnv
+
+    class Fake:
+        num_envs = 2
+        observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+        action_space = spaces.Discrete(2)
+        closed = False
+
+        def reset(self):
+            return np.zeros((2, 3), np.float32)
+
+        def step(self, actions):
+            dones = np.array([True, False])
+            return (np.ones((2, 3), np.float32), actions.astype(np.float32), dones,
+                    [{"terminal_observation": np.full(3, 0.5, np.float32), "TimeLimit.truncated": False}, {}])
+
+        def close(self):
+            self.closed = True
+
+    fake = Fake()
+    venv = VecMonitor(ContractVecEnv(fake))
+    assert isinstance(venv.venv, VecEnv) and venv.num_envs == 2 and venv.action_space == spaces.Discrete(2)
+    venv.seed(3)  # SB3's seeding goes to the adapter, never to the env's own attributes
+    assert venv.reset().shape == (2, 3)
+    obs, rewards, dones, infos = venv.step(np.array([1, 0]))
+    assert rewards.tolist() == [1.0, 0.0] and dones.tolist() == [True, False]
+    assert infos[0]["terminal_observation"].tolist() == [0.5] * 3 and infos[0]["episode"]["r"] == 1.0
+    venv.close()
+    assert fake.closed

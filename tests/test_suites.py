@@ -67,7 +67,8 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     assert phased == {"gymnasium", "envpool"}
     learn = sorted((pc.case.task, f"{pc.case.backend}:{pc.case.variant}") for pc in q.items if "learn" in pc.measure.phases)
     assert learn == sorted([*((t, "envpool:sync") for t in ("cartpole", "halfcheetah", "ant", "pong", "cheetah_run")),
-                            ("ballchase", "godot:uncapped")]), learn
+                            ("ballchase", "godot:uncapped"), ("breakout_minatar", "gymnax:jit"),
+                            ("ocean_breakout", "ocean:native")]), learn
     collect = {(f"{pc.case.backend}:{pc.case.variant}", pc.case.task) for pc in q.items if "collect" in pc.measure.phases}
     assert {("gymnasium:dummy", "cartpole"), ("gymnasium:subproc", "cartpole"), ("gymnasium:subproc", "halfcheetah"),
             ("gymnasium:subproc", "ant"), ("gymnasium:subproc", "pong"), ("brax:generalized", "halfcheetah"),

@@ -219,6 +219,7 @@ class Decision:
             return {"backend": o.selector, "num_envs": o.num_envs, "env_steps_per_s": o.rate, "ci": list(o.ci),
                     "startup_compile_s": o.fixed_s, "measured_on": o.device, "case": o.case_key,
                     "stepping_s": o.wall_s(self.budget, self.configs),
+                    "why_no_training": not_predicted(self.task, o.selector) if o.training is None else None,
                     "training": None if pred is None or o.training is None else {
                         "predicted_s": pred[0], "low_s": pred[1], "high_s": pred[2], "num_envs": o.training.num_envs,
                         "trainer": o.training.trainer, "how": o.training.how, "case": o.training.case_key,
@@ -447,11 +448,25 @@ def would_validate(task: str, selector: str, trainer: str = "sb3") -> str | None
     return None
 
 
+def nothing_to_train(task: str) -> str | None:
+    """Why no trainer has anything to learn on this task (a speed scene without reward), else None."""
+    from gpuenv.tasks import find_task
+
+    t = find_task(task)
+    if t is None or t.rewarded:
+        return None
+    return f"nothing to train: {task} has no reward (a speed scene: stepping only)"
+
+
 def not_predicted(task: str, selector: str) -> str:
     """Why an option has no training prediction, and what would give it one."""
+    from gpuenv.envs import ROOT
     from gpuenv.modes.throughput.phases import shared_definition
     from gpuenv.registry import default_registry
 
+    untrainable = nothing_to_train(task)
+    if untrainable:
+        return untrainable
     backend, _, variant = selector.partition(":")
     b = default_registry().backends.get(backend)
     run = would_validate(task, selector) or would_validate(task, selector, "pufferl")
@@ -462,7 +477,7 @@ def not_predicted(task: str, selector: str) -> str:
         return f"{NO_TRAINING} ({backend} has no VecEnv for the shared PPO trainer){then}"
     if b.ppo_env.variants is not None and variant not in b.ppo_env.variants:
         return f"{NO_TRAINING} (the shared PPO trainer runs {backend} as {', '.join(b.ppo_env.variants)}, not {variant}){then}"
-    if b.environment is not None:
+    if b.environment is not None and not b.environment.pins("stable-baselines3", ROOT):
         return f"{NO_TRAINING} ({backend}'s env trains served from its own environment, not in a throughput worker){then}"
     return f"{NO_TRAINING} (these records have no collect phase of it: gpuenv bench --suite quick --task {task} measures it){then}"
 
@@ -622,7 +637,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
             ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.training.num_envs} envs "
                    f"({o.training.how}){'; ' + v.text if v and not isinstance(o.training, EndToEnd) else ''}")
         else:
-            ppo = f"; PPO training not predicted: {not_predicted(task, o.selector)}"
+            ppo = f"; {nothing_to_train(task) or 'PPO training not predicted: ' + not_predicted(task, o.selector)}"
         return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} of stepping "
                 f"for {configs} x {budget:,} steps ({o.fixed_s:.0f} s startup+compile per run){ppo}")
 
@@ -685,8 +700,8 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         answer = (f"{pick.selector}: trains {configs} x {budget:,} steps in {duration(pred[0])} [{duration(pred[1])}-{duration(pred[2])}] "
                   f"{where}, predicted for {pick.training.trainer} at {pick.training.num_envs} envs")
     else:
-        answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; training not predicted "
-                  f"({not_predicted(task, pick.selector)})")
+        answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; "
+                  + (nothing_to_train(task) or f"training not predicted ({not_predicted(task, pick.selector)})"))
     validation = validation_of(pick, task, checks)
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry

@@ -25,6 +25,9 @@ class Task:
     # Episodes end only at the time limit (no termination condition): a backend can then suppress
     # resets by removing the limit, and the throughput suite's `step` phase measures stepping alone.
     time_limit_only: bool = False
+    # It rewards something: False for a speed scene (no reward, no episodes), where no trainer has anything
+    # to learn and `gpuenv decide` predicts no training.
+    rewarded: bool = True
 
 
 TASKS: dict[str, Task] = {
@@ -40,8 +43,8 @@ TASKS: dict[str, Task] = {
         Task("cheetah_run", "dm_control", "DeepMind Control Suite cheetah-run", time_limit_only=True),
         Task("cartpole_balance", "dm_control", "DeepMind Control Suite cartpole-balance", time_limit_only=True),
         Task("breakout_minatar", "minatar", "MinAtar Breakout: a 10x10 Breakout on 4 binary channels (gymnax's JAX version)"),
-        Task("franka_scene", "robot-scene", "A Franka Panda arm on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
-        Task("go2_scene", "robot-scene", "A Unitree Go2 quadruped on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)"),
+        Task("franka_scene", "robot-scene", "A Franka Panda arm on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)", rewarded=False),
+        Task("go2_scene", "robot-scene", "A Unitree Go2 quadruped on a plane under joint position targets; no reward, no episodes (Genesis's speed benchmark)", rewarded=False),
         Task("ocean_breakout", "ocean", "PufferLib Ocean's Breakout: its own C game (paddle, ball, 6x18 bricks as 118 features), not Atari's"),
         Task("ocean_cartpole", "ocean", "PufferLib Ocean's CartPole in C: Gymnasium's CartPole equations, but a 200-step limit (v0's), "
              "reward 0 on the step that ends an episode and reset noise of 0.04, so not CartPole-v1"),

@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 from gpuenv.backends._common import sb3_infos
 from gpuenv.backends.serve_env import receive, send
 from gpuenv.backends.spec import Backend, NativeTask, resolve
-from gpuenv.backends.vecenv import NoSubEnvs
+from gpuenv.backends.vecenv import ContractVecEnv, NoSubEnvs
 from gpuenv.errors import Unsupported, UserError
 
 # the env process's failures that keep their kind in the record (gpuenv.run.worker.failure_kind); any other is a crash
@@ -41,9 +41,15 @@ def vecenv_factory(backend: Backend) -> Callable[..., tuple[VecEnv, dict]]:
     """(variant, native, num_envs, seed) -> (SB3 VecEnv, details): the backend's own factory where its
     simulator is importable here, else the same factory served from its environment."""
     assert backend.ppo_env is not None
-    if not is_served(backend):
-        return resolve(backend.ppo_env.factory)
     factory = backend.ppo_env.factory
+    if not is_served(backend):
+        own = resolve(factory)
+
+        def unserved(variant: str, native: NativeTask, num_envs: int, seed: int) -> tuple[VecEnv, dict]:
+            venv, details = own(variant, native, num_envs, seed)
+            return (venv if isinstance(venv, VecEnv) else ContractVecEnv(venv)), details
+
+        return unserved
 
     def make(variant: str, native: NativeTask, num_envs: int, seed: int) -> tuple[VecEnv, dict]:
         venv = ServedVecEnv(interpreter(backend), factory, variant, native, num_envs, seed)

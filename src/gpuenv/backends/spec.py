@@ -167,6 +167,11 @@ class Environment:
     def lock_path(self, root: Path) -> Path:
         return root / self.lock
 
+    def pins(self, package: str, root: Path) -> bool:
+        """Its lock installs this package (a distribution name as the lock spells it)."""
+        path = self.lock_path(root)
+        return path.is_file() and any(line.startswith(f"{package}==") for line in path.read_text().splitlines())
+
     def is_current_python(self) -> bool:
         """This interpreter is of that environment's Python version."""
         import sys

@@ -105,3 +105,30 @@ class GymVectorVecEnv(NoSubEnvs, VecEnv):
 
     def close(self) -> None:
         self.env.close()
+
+
+class ContractVecEnv(NoSubEnvs, VecEnv):
+    """SB3's VecEnv over an env kept to its contract without SB3 (Ocean's, Genesis's: written for an
+    environment that has no SB3, and served from it), where SB3 is importable in that environment after
+    all: the same env, stepped in this process rather than over pipes."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env.num_envs, env.observation_space, env.action_space)
+        self.env = env
+        self._actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        obs = self.env.reset()
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        assert self._actions is not None
+        return self.env.step(self._actions)
+
+    def close(self) -> None:
+        self.env.close()
