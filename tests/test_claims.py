@@ -651,7 +651,7 @@ def test_the_registers_model_says_the_first_mistake_as_before(tmp_path):
             'source="src"\n')
     chk = '[claim.check]\nkind="rate"\nbackend="envpool"\ntask="pong"\n'
     cases = [
-        (base + 'value=1\n[claim.check]\nkind="foo"\n', "check.kind must be one of rate, ratio, phase, arithmetic"),
+        (base + 'value=1\n[claim.check]\nkind="foo"\n', "check.kind must be one of rate, ratio, training-ratio, phase, arithmetic"),
         (base.replace('unit="env steps/s"', 'unit="FPS"') + 'value=1\n', "missing 'check'"),
         (base + 'value_low=5\nvalue_high=1\n[claim.check]\nkind="rate"\n', "value_low is above value_high"),
         (base + 'zeta=1\nalpha=2\nvalue=1\n' + chk, "unknown key 'alpha'"),
@@ -767,3 +767,56 @@ def test_a_speed_scene_without_reward_has_nothing_to_train_not_a_missing_predict
     assert nothing_to_train("franka_scene") == "nothing to train: franka_scene has no reward (a speed scene: stepping only)"
     assert nothing_to_train("halfcheetah") is None
     assert not_predicted("franka_scene", "genesis:random") == nothing_to_train("franka_scene")
+
+
+SMOKE_TTR = PUBLISHED / "20261202T164356Z-a56388"  # ppo-smoke on the AMD VM: one CartPole definition on three backends
+
+
+def _training_fps(r: dict) -> list[float]:
+    return sorted(x["env_steps_to_threshold"] / x["train_time_to_threshold_s"] for x in r["runs"] if x["status"] != "failed")
+
+
+def test_a_training_ratio_claim_is_one_runs_training_fps_over_anothers(tmp_path):
+    """kind training-ratio: median training fps (startup, compile, evaluation apart) of one backend over
+    another's, one run, the interval every seed pairing spans; with no such run, the suite that would measure it."""
+    a, b = load(SMOKE_TTR / "ppo-sb3-envpool-sync-cartpole-n8.json"), load(SMOKE_TTR / "ppo-sb3-gymnasium-dummy-cartpole-n8.json")
+    path = one_claim(tmp_path, 'kind = "training-ratio"\nnumerator = "envpool:sync"\ndenominator = "gymnasium:dummy"\n'
+                               'task = "cartpole"\nnum_envs = 8\nsuite = "ppo-smoke"\n', 10, "x")
+    (res,) = check_all([a, b], path)
+    fa, fb = _training_fps(a), _training_fps(b)
+    assert res.status == "measured" and res.measured is not None
+    assert res.measured.value == pytest.approx(fa[len(fa) // 2] / fb[len(fb) // 2])
+    assert (res.measured.ci_low, res.measured.ci_high) == pytest.approx((fa[0] / fb[-1], fa[-1] / fb[0]))
+    assert res.ratio == pytest.approx(10 / res.measured.value) and "env steps/s of training at 8 envs" in res.detail
+    (none,) = check_all([a], path)
+    assert none.status == "not measured" and none.to_check == "gpuenv bench --suite ppo-smoke"
+    bad = one_claim(tmp_path, 'kind = "training-ratio"\nnumerator = "envpool"\ndenominator = "gymnasium"\ntask = "pong"\n', 10, "x")
+    with pytest.raises(UserError, match="a training-ratio check needs check.suite"):
+        cl.load_register(bad)
+
+
+def test_one_definition_on_two_backends_gets_a_speedup_row_faster_over_slower():
+    """The speedup table (the course's exercise #1): pairs of records of one definition on two backends, the faster
+    by median training fps over the slower, the fps ratio's interval over every seed pairing, the wall-clock ratio of
+    IQMs with its bootstrap interval, and each seed's wall-clock (+ where censored)."""
+    from gpuenv.modes.ttr.report import Speedup, speedup_table, speedups, tables
+
+    recs, _ = load_records(sorted(SMOKE_TTR.glob("ppo-sb3-*cartpole-n8.json")))
+    pairs = speedups(recs)
+    assert len(pairs) == 3  # three backends, one definition: every pair once
+    for p in pairs:
+        fast, slow = Speedup.fps(p.fast), Speedup.fps(p.slow)
+        assert sorted(fast)[len(fast) // 2] >= sorted(slow)[len(slow) // 2]
+        r, lo, hi = p.fps_ratio()
+        assert lo <= r <= hi and lo == pytest.approx(fast[0] / slow[-1]) and hi == pytest.approx(fast[-1] / slow[0])
+        w, wlo, whi = p.wall_ratio()
+        assert wlo <= w <= whi
+    brax = load_records([SMOKE_TTR / "ppo-brax_ppo-brax-positional-inverted_pendulum-n256.json"])[0]
+    assert speedups(recs + brax) == pairs  # another task's (and trainer's) record pairs with none
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(speedup_table("cartpole", pairs))
+    out = console.export_text()
+    assert "[all seed pairings]" in out and "x [" in out and " | " in out
+    assert any("speedup" in str(t.title) for t in tables(recs))

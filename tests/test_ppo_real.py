@@ -311,6 +311,29 @@ def test_tiny_training_on_every_cpu_backend(cli, tmp_path):
     assert all(p["train_s"] >= 0 for p in brax["curve"])
     assert brax["details"]["brax"] and "shims" in brax["details"]
     assert "cartpole: time to eval return >= 475" in r.stdout
+    # TensorBoard as SB3 writes it (time/fps, rollout/ep_rew_mean at every iteration) beside gpuenv's own scalars
+    dummy = keys["ppo-sb3-gymnasium-dummy-cartpole-n4"]["runs"][0]
+    (events,) = (tmp_path / "out").glob("*/tensorboard/ppo-sb3-gymnasium-dummy-cartpole-n4/seed0/events.out.tfevents.*")
+    tags = event_tags(events)
+    assert {"time/fps", "rollout/ep_rew_mean", "train/loss", "gpuenv/eval_return", "gpuenv/train_fps"} <= set(tags), tags
+    assert dummy["sb3_time_fps"] == tags["time/fps"][-1] > 0
+
+
+def event_tags(path) -> dict[str, list[float]]:
+    """TensorBoard's event file, read with tensorboardX's protobufs: tag -> its values in order."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    data, i, out = path.read_bytes(), 0, {}
+    while i < len(data):
+        (n,) = struct.unpack("<Q", data[i:i + 8])
+        ev = event_pb2.Event()
+        ev.ParseFromString(data[i + 12:i + 12 + n])  # length, its crc, the event, its crc
+        i += 12 + n + 4
+        for v in ev.summary.value:
+            out.setdefault(v.tag, []).append(v.simple_value)
+    return out
 
 
 def test_sb3_training_leaves_no_logger_folder_behind(tmp_path, monkeypatch):

@@ -228,6 +228,8 @@ def check_claim(claim: Claim, records: list[Candidate]) -> Result:
         diffs += claim.notes
         detail = f"{c.numerator} {va:,.0f} / {c.denominator} {vb:,.0f} env steps/s at {n} envs ({b[0].case_key})"
         return Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs, detail=detail)
+    if c.kind == "training-ratio":
+        return _training_ratio(claim, records)
     # phase: the case's own rate over its rate through the phase
     pick = closest([rp for rp in candidates(records, c.backend, c.task) if c.phase in of(rp[0]).phase_ratios(rp[0])], c.num_envs)
     if pick is None:
@@ -238,6 +240,33 @@ def check_claim(claim: Claim, records: list[Candidate]) -> Result:
     diffs = _hardware_differences(claim, pick[0]) + list(claim.notes)
     return Result(claim, "measured", measured=m, ratio=claim.central / m.value, differences=diffs,
                   detail=f"{c.backend} {c.task} at {pick[0].case.num_envs} envs: through {c.phase} {r:.2f}x its own rate")
+
+
+def _training_ratio(claim: Claim, records: list[Candidate]) -> Result:
+    """A trainer's training fps (env steps / training seconds, startup, compile and evaluation apart) on one
+    backend over another's, one definition, both from one run of time-to-reward records: the median over
+    seeds of each, the interval every seed pairing spans."""
+    c = claim.check
+
+    def trained(selector: str) -> list[Candidate]:
+        backend, variant = _split(selector)
+        return [(r, p) for r, p in records if r.status == "ok" and of(r).training_rates(r) and r.case.backend == backend
+                and (variant is None or r.case.variant == variant) and r.case.task == c.task
+                and (c.num_envs is None or r.case.num_envs == c.num_envs)]
+
+    num, den = trained(c.numerator), trained(c.denominator)
+    runs = {r.run_id for r, _ in num} & {r.run_id for r, _ in den}
+    if not runs:
+        return Result(claim, "not measured", to_check=f"gpuenv bench --suite {c.suite}", differences=list(claim.notes))
+    newest = max(runs)
+    (a, path), (b, _) = (next(rp for rp in side if rp[0].run_id == newest) for side in (num, den))
+    ra, rb = of(a).training_rates(a), of(b).training_rates(b)
+    ma, mb = ra[len(ra) // 2], rb[len(rb) // 2]
+    m = Measured(ma / mb, ra[0] / rb[-1], ra[-1] / rb[0], a, path)
+    detail = (f"{c.numerator} {ma:,.0f} / {c.denominator} {mb:,.0f} env steps/s of training at {a.case.num_envs} envs "
+              f"(median of {len(ra)} and {len(rb)} seeds; startup, compile and evaluation apart; {b.case_key}, run {newest})")
+    return Result(claim, "measured", measured=m, ratio=claim.central / m.value,
+                  differences=_hardware_differences(claim, a) + list(claim.notes), detail=detail)
 
 
 def record_path(r: Record) -> str:

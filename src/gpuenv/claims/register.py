@@ -18,14 +18,15 @@ from gpuenv.results.schema import quote as schema_quote
 ROOT = Path(__file__).resolve().parents[3]
 REGISTER = ROOT / "claims" / "register.toml"
 UNITS = ("env steps/s", "frames/s", "physics steps/s", "x", "s")
-KINDS = ("rate", "ratio", "phase", "arithmetic")
+KINDS = ("rate", "ratio", "training-ratio", "phase", "arithmetic")
 HARDWARE = ("cpu", "gpu", "tpu", "unstated")
 
 _TEXT = {"id", "who", "stated", "unit", "hardware", "hardware_class", "protocol", "source", "backend", "task", "numerator",
-         "denominator", "phase", "protocol_backend"}
+         "denominator", "phase", "protocol_backend", "suite"}
 _POSITIVE = {"value", "value_low", "value_high", "steps", "rate", "num_envs", "frame_skip"}
 _WHOLE = {"num_envs", "frame_skip"}
 _NEEDS = {"rate": ("backend", "task"), "ratio": ("numerator", "denominator", "task"), "phase": ("backend", "task", "phase"),
+          "training-ratio": ("numerator", "denominator", "task", "suite"),
           "arithmetic": ("steps", "rate")}
 _CHOICES = {"unit": UNITS, "hardware_class": HARDWARE, "kind": KINDS}
 
@@ -65,6 +66,7 @@ class Check(_Strict):
     denominator: str = ""
     phase: str = ""  # phase: vecenv, inference, update
     protocol_backend: str = ""  # gpuenv running the claim's own protocol (backend:variant)
+    suite: str = ""  # training-ratio: the time-to-reward suite whose run checks it
     steps: int | float = 0.0  # arithmetic: steps at `rate` take the claim's value in seconds (as written: 1e9 or 1_000_000)
     rate: int | float = 0.0
 

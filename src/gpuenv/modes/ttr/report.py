@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
+from statistics import median
 
 from rich.table import Table
 
@@ -105,7 +107,79 @@ def tables(records: Records, details: bool = False) -> list[Table]:  # details: 
             for a, b, (prob, lo, hi) in pairs:
                 p.add_row(a, b, f"{prob:.2f} [{lo:.2f}-{hi:.2f}]")
             out.append(p)
+        faster = speedups(recs)
+        if faster:
+            out.append(speedup_table(task, faster))
     return out
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """One definition trained on two backends (the same trainer, hyperparameters, num_envs, threshold and
+    budget): the faster over the slower, by training fps (env steps / training seconds, startup, compile
+    and evaluation apart) and by wall-clock to the threshold."""
+
+    fast: TtrRecord
+    slow: TtrRecord
+
+    @staticmethod
+    def fps(r: TtrRecord) -> list[float]:
+        return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in r.runs
+                      if x.status != "failed" and x.env_steps_to_threshold and x.train_time_to_threshold_s)
+
+    @staticmethod
+    def sb3_fps(r: TtrRecord) -> list[float]:
+        """SB3's own time/fps at each run's last log (evaluation time included), where the run kept it."""
+        return sorted(float(v) for x in r.runs if x.status != "failed" and (v := (x.model_extra or {}).get("sb3_time_fps")))
+
+    def fps_ratio(self) -> tuple[float, float, float]:
+        """Median over median, with the interval of every seed pairing (lowest over highest .. highest over lowest)."""
+        a, b = self.fps(self.fast), self.fps(self.slow)
+        return median(a) / median(b), a[0] / b[-1], a[-1] / b[0]
+
+    def wall_ratio(self) -> tuple[float, float, float]:
+        """IQM wall-clock to the threshold, the slower's over the faster's, 95% bootstrap over seeds (censored
+        runs count at the time they spent: a lower bound on the slower side's)."""
+        return iqm_ratio(self.slow, self.fast)
+
+
+def speedups(recs: Records) -> list[Speedup]:
+    """Every pair of one task's records that trained one definition on two backends."""
+    import json
+
+    def definition(r: TtrRecord) -> tuple:
+        c = r.case
+        return (c.task, c.trainer, c.num_envs, c.threshold, c.max_env_steps, json.dumps(c.hyperparams, sort_keys=True))
+
+    ok = [r for r in recs if r.status == "ok" and Speedup.fps(r)]
+    out = []
+    for a, b in combinations(ok, 2):
+        if definition(a) == definition(b) and a.case.label != b.case.label:
+            fast, slow = (a, b) if median(Speedup.fps(a)) >= median(Speedup.fps(b)) else (b, a)
+            out.append(Speedup(fast, slow))
+    return out
+
+
+def _seed_walls(r: TtrRecord) -> str:
+    return ", ".join(f"{x.time_to_threshold_s:.0f}" + ("" if x.status == "reached" else "+") for x in r.runs
+                     if x.status != "failed" and x.time_to_threshold_s is not None)
+
+
+def speedup_table(task: str, pairs: list[Speedup]) -> Table:
+    t = Table(title=f"{task}: speedup, one definition on two backends (training fps median, ratio \\[all seed pairings]; "
+                    "wall-clock to the threshold per seed, + censored, ratio of IQMs \\[95% bootstrap])", title_justify="left")
+    for col, just in [("faster / slower", "left"), ("envs", "right"), ("training fps", "right"), ("SB3 time/fps", "right"),
+                      ("fps ratio", "right"), ("wall s to threshold, per seed", "left"), ("wall ratio", "right")]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for p in pairs:
+        f, lo, hi = p.fps_ratio()
+        w, wlo, whi = p.wall_ratio()
+        sb3 = [Speedup.sb3_fps(p.fast), Speedup.sb3_fps(p.slow)]
+        t.add_row(f"{label(p.fast)} / {label(p.slow)}", str(p.fast.case.num_envs),
+                  f"{median(Speedup.fps(p.fast)):,.0f} / {median(Speedup.fps(p.slow)):,.0f}",
+                  f"{median(sb3[0]):,.0f} / {median(sb3[1]):,.0f}" if all(sb3) else "-",
+                  f"{f:.2f}x [{lo:.2f}-{hi:.2f}]", f"{_seed_walls(p.fast)} | {_seed_walls(p.slow)}", f"{w:.2f}x [{wlo:.2f}-{whi:.2f}]")
+    return t
 
 
 def pairwise(recs: Records) -> list[tuple[str, str, tuple[float, float, float]]]:

@@ -42,6 +42,7 @@ class Progress:
         self._last = (0, 0.0)  # (env steps, train seconds) at the previous evaluation, for fps
         self.tb = None
         self.tb_note = "not requested"
+        self.sb3_last: dict[str, float] = {}  # SB3's own logged values, newest (the shared trainer's runs)
         self._pss_peak = 0  # the worker's process tree (training env processes included), at each evaluation
         if tb_dir:
             try:
@@ -103,10 +104,12 @@ class Progress:
         }
         self.curve.append(point)
         if self.tb is not None:
-            self.tb.add_scalar("eval/mean_return", eval_return, env_steps)
-            self.tb.add_scalar("time/wall_s", wall, env_steps)
+            # gpuenv's own scalars under gpuenv/: SB3's logger writes its time/fps and rollout/ep_rew_mean beside
+            # them (sb3_tensorboard), and its fps counts evaluation time, which train_fps leaves out
+            self.tb.add_scalar("gpuenv/eval_return", eval_return, env_steps)
+            self.tb.add_scalar("gpuenv/wall_s", wall, env_steps)
             if fps is not None:
-                self.tb.add_scalar("time/fps", fps, env_steps)
+                self.tb.add_scalar("gpuenv/train_fps", fps, env_steps)
             self.tb.flush()
         self.next_eval = (env_steps // self.case.eval_every_steps + 1) * self.case.eval_every_steps
         if eval_return >= self.case.threshold and self.reached is None:
@@ -167,6 +170,8 @@ class Progress:
             "evaluations": len(self.curve),
             "curve": self.curve,
             "tensorboard": self.tb_note,
+            # SB3's time/fps at its last log: env steps since learn() began / seconds since, evaluation included
+            **({"sb3_time_fps": self.sb3_last["time/fps"]} if "time/fps" in self.sb3_last else {}),
             "memory": mem,
             "details": details,
         }
@@ -250,6 +255,29 @@ def build_sb3(backend, variant: str, native: NativeTask, num_envs: int, seed: in
     return model, venv, details
 
 
+def sb3_tensorboard(writer, last: dict[str, float]):
+    """SB3's logger writing what SB3 logs (time/fps, rollout/ep_rew_mean, train/..., at every PPO iteration, as
+    `PPO(tensorboard_log=...)` writes them) into gpuenv's tensorboardX writer (None: nowhere): one event file
+    per seed, no `tensorboard` package needed. `last` keeps each key's newest value (the record's)."""
+    from stable_baselines3.common.logger import KVWriter, Logger
+
+    class TensorBoardX(KVWriter):
+        def write(self, key_values, key_excluded, step: int = 0) -> None:
+            for key, value in key_values.items():
+                excluded = key_excluded.get(key) or ()
+                if "tensorboard" not in excluded and isinstance(value, (int, float, np.integer, np.floating)):
+                    last[key] = float(value)
+                    if writer is not None:
+                        writer.add_scalar(key, float(value), step)
+            if writer is not None:
+                writer.flush()
+
+        def close(self) -> None:  # gpuenv's Progress closes the writer
+            pass
+
+    return Logger(folder=None, output_formats=[TensorBoardX()])
+
+
 def train_sb3(case: PpoCase, prog: Progress) -> dict:
     """The shared trainer, on the backend's declared PPO env (Backend.ppo_env)."""
     t = prog.clock()
@@ -267,6 +295,7 @@ def train_sb3(case: PpoCase, prog: Progress) -> dict:
     t = prog.phase("import", t)
     native = prog.native
     model, venv, details = build_sb3(backend, case.variant, native, case.num_envs, prog.seed, case.hyperparams)
+    model.set_logger(sb3_tensorboard(prog.tb, prog.sb3_last))
     eval_variant = backend.ppo_env.eval_variant or case.variant  # e.g. no extra processes for eval
     eval_env, _ = make_vecenv(eval_variant, native, case.eval_episodes, prog.seed + EVAL_SEED_OFFSET)
     normalize = details["normalize"]
