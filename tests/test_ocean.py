@@ -153,6 +153,12 @@ def test_the_main_installs_pufferlib_is_not_oceans_and_telling_them_apart_import
     assert out == "['pufferlib.ocean', 'gym'] False False", out
 
 
+def pinned(package: str) -> str:
+    """The version Ocean's lock pins."""
+    (version,) = re.findall(rf"^{re.escape(package)}==(\S+)", (ROOT / INFO.environment.lock).read_text(), re.M)
+    return version
+
+
 OCEAN_PPO = """
 [[case]]
 task = "ocean_breakout"
@@ -173,8 +179,9 @@ n_epochs = 1
 
 @pytest.mark.backend
 def test_the_shared_ppo_trainer_trains_on_ocean_served_from_its_environment(cli, tmp_path):
-    """torch and SB3 are not in Ocean's environment: the trainer runs in the main install, and Breakout
-    steps in a process of Ocean's environment (gpuenv.backends.served); the record names both."""
+    """The time-to-reward trainer runs in the main install (its torch and SB3, the versions every shared
+    training names), and Breakout steps in a process of Ocean's environment (gpuenv.backends.served); the
+    record names both. (Ocean's environment pins SB3 too, for the throughput suite's policy phases.)"""
     rec, run = served_training(cli, tmp_path, "ocean", "--suite", str(write_suite(tmp_path / "ocean-ppo.toml", TINY_TTR + OCEAN_PPO)))
     assert [p["env_steps"] for p in run["curve"]] == [1024, 2048] and all(0 <= p["eval_return"] <= 864 for p in run["curve"])
     d = run["details"]
@@ -182,7 +189,7 @@ def test_the_shared_ppo_trainer_trains_on_ocean_served_from_its_environment(cli,
     w = rec["where"]
     # the trainer's process (numpy 2 here), its simulator from Ocean's environment, whose own versions are beside
     assert w["packages"]["pufferlib"] == build.VERSION and w["packages"]["torch"] and w["packages"]["numpy"].startswith("2.")
-    assert w["environment"]["packages"]["numpy"].startswith("1.") and w["environment"]["packages"]["stable-baselines3"] is None
+    assert w["environment"]["packages"]["numpy"].startswith("1.") and w["environment"]["packages"]["stable-baselines3"] == pinned("stable-baselines3")
 
 
 
