@@ -110,3 +110,30 @@ def test_ppo_on_ballchase_reaches_its_threshold(cli, tmp_path):
     assert rec["case"]["task"] == "ballchase" and run["status"] == "reached", run
     assert rec["summary"]["reached"] == 1 and run["curve"][-1]["eval_return"] >= 150
     assert run["details"]["vectoriser"].startswith("gpuenv GodotVecEnv") and run["details"]["processes"] == 1
+
+
+def test_a_private_project_copy_goes_in_the_runners_scratch_folder_for_the_case(tmp_path, monkeypatch):
+    """Under a runner the Godot project's private copy is made in the case's scratch folder (removed with the case,
+    even when the worker is killed: 101 copies had piled up in /tmp); without one, or where that folder does not
+    exist (inside a container), in the system's temporary folder. The runner sets it for every worker."""
+    import shutil
+    import tempfile
+
+    from gpuenv.backends.godot.adapter import Launch, private_copy
+    from gpuenv.backends.spec import WORKER_SCRATCH_ENV
+
+    project = tmp_path / "game"
+    project.mkdir()
+    (project / "project.godot").write_text("x")
+    launch = Launch(project=project, copy="[x]\n")
+    monkeypatch.setenv(WORKER_SCRATCH_ENV, str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    copied, folder = private_copy(launch)
+    assert folder is not None and folder.parent == tmp_path / "scratch" and (copied.project / "override.cfg").read_text() == "[x]\n"
+    monkeypatch.setenv(WORKER_SCRATCH_ENV, str(tmp_path / "absent"))
+    _, elsewhere = private_copy(launch)
+    assert elsewhere is not None and elsewhere.parent == Path(tempfile.gettempdir())
+    shutil.rmtree(elsewhere)
+    import gpuenv.run.runner as runner
+
+    assert "WORKER_SCRATCH_ENV: str(workdir)" in Path(runner.__file__).read_text()  # every worker gets its case's folder

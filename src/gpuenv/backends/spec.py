@@ -47,6 +47,17 @@ class NativeTask:
 _LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/aarch64-linux-gnu",
                  "/usr/lib64", "/lib64", "/usr/lib", "/lib")
 ROLES = ("run", "build", "install")
+# The case's scratch folder, set by the runner for each worker it starts: what a backend copies for one
+# process (Godot's private project) goes there, removed with the case however the worker ends.
+WORKER_SCRATCH_ENV = "GPUENV_WORKER_SCRATCH"
+
+
+def worker_scratch() -> str | None:
+    """The runner's scratch folder for this worker where it exists here (not inside a container), else None."""
+    import os
+
+    folder = os.environ.get(WORKER_SCRATCH_ENV, "")
+    return folder if folder and os.path.isdir(folder) else None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuenv.backends.spec import Backend
+from gpuenv.backends.spec import WORKER_SCRATCH_ENV, Backend
 from gpuenv.errors import NoSpace, UserError
 from gpuenv.measure import fingerprint
 from gpuenv.measure.system import oom_kills
@@ -129,7 +129,8 @@ def run_process(spec: dict, index: int, timeout_s: float, workdir: Path, how: La
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,
-            env={**os.environ, **how.env, RUNNER_ENV: str(os.getpid())},  # worker.guard: die with this process
+            # worker.guard: die with this process; what a backend copies per process goes in the case's scratch
+            env={**os.environ, **how.env, RUNNER_ENV: str(os.getpid()), WORKER_SCRATCH_ENV: str(workdir)},
             start_new_session=True,  # its own process group: a kill takes its children (SubprocVecEnv) too
         )
         INTERRUPT.current = proc

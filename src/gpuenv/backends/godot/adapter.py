@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuenv.backends.base import ActionSpace, Case, StepperFacts
 from gpuenv.backends.godot import AGENTS_PER_PROCESS, DEFAULT_ACTION_REPEAT, DEFAULT_SPEEDUP
-from gpuenv.backends.spec import NativeTask
+from gpuenv.backends.spec import NativeTask, worker_scratch
 from gpuenv.errors import Unsupported, UserError
 
 PROJECT = Path(__file__).resolve().parent / "project"
@@ -106,13 +106,15 @@ class Launch:
 
 def private_copy(launch: Launch) -> tuple[Launch, Path | None]:
     """(the launch on a private copy of its project, the folder to remove after), or (launch, None)
-    where it runs the project in place. The copy goes to the system's temporary folder."""
+    where it runs the project in place. The copy goes to the runner's scratch folder for the case, else the
+    system's temporary folder."""
     import dataclasses
     import tempfile
 
     if launch.copy is None or launch.project is None:
         return launch, None
-    folder = Path(tempfile.mkdtemp(prefix="gpuenv-godot-"))
+    # in the case's scratch folder under a runner (a killed worker's copy goes with the case), else the system's
+    folder = Path(tempfile.mkdtemp(prefix="gpuenv-godot-", dir=worker_scratch()))
     try:
         project = folder / "project"
         shutil.copytree(launch.project, project, ignore=shutil.ignore_patterns(*CACHES))
