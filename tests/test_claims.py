@@ -788,6 +788,7 @@ def test_a_training_ratio_claim_is_one_runs_training_fps_over_anothers(tmp_path)
     assert res.measured.value == pytest.approx(fa[len(fa) // 2] / fb[len(fb) // 2])
     assert (res.measured.ci_low, res.measured.ci_high) == pytest.approx((fa[0] / fb[-1], fa[-1] / fb[0]))
     assert res.ratio == pytest.approx(10 / res.measured.value) and "env steps/s of training at 8 envs" in res.detail
+    assert res.measured.interval == "the span of every seed pairing"  # not a 95% interval, and said so
     (none,) = check_all([a], path)
     assert none.status == "not measured" and none.to_check == "gpuenv bench --suite ppo-smoke"
     bad = one_claim(tmp_path, 'kind = "training-ratio"\nnumerator = "envpool"\ndenominator = "gymnasium"\ntask = "pong"\n', 10, "x")

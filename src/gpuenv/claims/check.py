@@ -25,6 +25,7 @@ class Measured:
     ci_high: float
     record: Record
     path: str = ""
+    interval: str = "95% interval"  # what ci_low..ci_high is
 
     @property
     def case_key(self) -> str:
@@ -45,7 +46,7 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         def m(x: Measured | None) -> dict | None:
             return None if x is None else {"value": x.value, "ci_low": x.ci_low, "ci_high": x.ci_high, "case_key": x.case_key,
-                                           "machine": identity(x.record), "path": x.path}
+                                           "interval": x.interval, "machine": identity(x.record), "path": x.path}
 
         c = self.claim
         return {"id": c.id, "who": c.who, "stated": c.stated, "unit": c.unit, "claimed": c.central, "stated_range": list(c.stated_range()),
@@ -262,7 +263,7 @@ def _training_ratio(claim: Claim, records: list[Candidate]) -> Result:
     (a, path), (b, _) = (next(rp for rp in side if rp[0].run_id == newest) for side in (num, den))
     ra, rb = of(a).training_rates(a), of(b).training_rates(b)
     ma, mb = ra[len(ra) // 2], rb[len(rb) // 2]
-    m = Measured(ma / mb, ra[0] / rb[-1], ra[-1] / rb[0], a, path)
+    m = Measured(ma / mb, ra[0] / rb[-1], ra[-1] / rb[0], a, path, "the span of every seed pairing")
     detail = (f"{c.numerator} {ma:,.0f} / {c.denominator} {mb:,.0f} env steps/s of training at {a.case.num_envs} envs "
               f"(median of {len(ra)} and {len(rb)} seeds; startup, compile and evaluation apart; {b.case_key}, run {newest})")
     return Result(claim, "measured", measured=m, ratio=claim.central / m.value,

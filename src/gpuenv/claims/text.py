@@ -23,7 +23,7 @@ def with_unit(x: float, unit: str) -> str:
 
 
 def measured_line(c: Claim, m: Measured, label: str = "measured") -> str:
-    return (f"{label}: {with_unit(m.value, c.unit)} ({fmt(m.ci_low, c.unit)}-{fmt(m.ci_high, c.unit)}, 95% interval), "
+    return (f"{label}: {with_unit(m.value, c.unit)} ({fmt(m.ci_low, c.unit)}-{fmt(m.ci_high, c.unit)}, {m.interval}), "
             f"{m.case_key} [{m.path}], on {identity(m.record)}")
 
 
