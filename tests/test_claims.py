@@ -800,13 +800,13 @@ def test_one_definition_on_two_backends_gets_a_speedup_row_faster_over_slower():
     """The speedup table (the course's exercise #1): pairs of records of one definition on two backends, the faster
     by median training fps over the slower, the fps ratio's interval over every seed pairing, the wall-clock ratio of
     IQMs with its bootstrap interval, and each seed's wall-clock (+ where censored)."""
-    from gpuenv.modes.ttr.report import Speedup, speedup_table, speedups, tables
+    from gpuenv.modes.ttr.report import speedup_table, speedups, tables
 
     recs, _ = load_records(sorted(SMOKE_TTR.glob("ppo-sb3-*cartpole-n8.json")))
     pairs = speedups(recs)
     assert len(pairs) == 3  # three backends, one definition: every pair once
     for p in pairs:
-        fast, slow = Speedup.fps(p.fast), Speedup.fps(p.slow)
+        fast, slow = p.fast.training_rates(), p.slow.training_rates()
         assert sorted(fast)[len(fast) // 2] >= sorted(slow)[len(slow) // 2]
         r, lo, hi = p.fps_ratio()
         assert lo <= r <= hi and lo == pytest.approx(fast[0] / slow[-1]) and hi == pytest.approx(fast[-1] / slow[0])

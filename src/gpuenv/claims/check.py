@@ -247,11 +247,16 @@ def _training_ratio(claim: Claim, records: list[Candidate]) -> Result:
     """A trainer's training fps (env steps / training seconds, startup, compile and evaluation apart) on one
     backend over another's, one definition, both from one run of time-to-reward records: the median over
     seeds of each, the interval every seed pairing spans."""
+    from statistics import median
+
+    from gpuenv.modes.ttr.record import TtrRecord
+    from gpuenv.modes.ttr.report import Speedup
+
     c = claim.check
 
-    def trained(selector: str) -> list[Candidate]:
+    def trained(selector: str) -> list[tuple[TtrRecord, str]]:
         backend, variant = _split(selector)
-        return [(r, p) for r, p in records if r.status == "ok" and of(r).training_rates(r) and r.case.backend == backend
+        return [(r, p) for r, p in records if isinstance(r, TtrRecord) and r.training_rates() and r.case.backend == backend
                 and (variant is None or r.case.variant == variant) and r.case.task == c.task
                 and (c.num_envs is None or r.case.num_envs == c.num_envs)]
 
@@ -261,9 +266,9 @@ def _training_ratio(claim: Claim, records: list[Candidate]) -> Result:
         return Result(claim, "not measured", to_check=f"gpuenv bench --suite {c.suite}", differences=list(claim.notes))
     newest = max(runs)
     (a, path), (b, _) = (next(rp for rp in side if rp[0].run_id == newest) for side in (num, den))
-    ra, rb = of(a).training_rates(a), of(b).training_rates(b)
-    ma, mb = ra[len(ra) // 2], rb[len(rb) // 2]
-    m = Measured(ma / mb, ra[0] / rb[-1], ra[-1] / rb[0], a, path, "the span of every seed pairing")
+    ra, rb = a.training_rates(), b.training_rates()
+    ma, mb = median(ra), median(rb)
+    m = Measured(*Speedup(a, b).fps_ratio(), a, path, "the span of every seed pairing")
     detail = (f"{c.numerator} {ma:,.0f} / {c.denominator} {mb:,.0f} env steps/s of training at {a.case.num_envs} envs "
               f"(median of {len(ra)} and {len(rb)} seeds; startup, compile and evaluation apart; {b.case_key}, run {newest})")
     return Result(claim, "measured", measured=m, ratio=claim.central / m.value,

@@ -76,10 +76,7 @@ class TimeToReward(Mode["TtrRecord"]):
         return build_record(item, outcomes, ctx)
 
     def training_rates(self, record: TtrRecord) -> list[float]:
-        if record.status != "ok":
-            return []
-        return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in record.runs
-                      if x.env_steps_to_threshold and x.train_time_to_threshold_s)
+        return record.training_rates()
 
     def training_fixed_s(self, record: TtrRecord) -> float:
         from statistics import median

@@ -94,6 +94,14 @@ class TtrRecord(RecordBase):
     def ok_summary(self) -> TtrSummary:
         return self._summary_of_ok(self.summary)
 
+    def training_rates(self) -> list[float]:
+        """Env steps per second of training (startup, compile and evaluation apart), one per run that
+        trained, sorted; none for a record that is not ok."""
+        if self.status != "ok":
+            return []
+        return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in self.runs
+                      if x.env_steps_to_threshold and x.train_time_to_threshold_s)
+
 
 RECORD = TtrRecord
 

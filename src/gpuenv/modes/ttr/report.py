@@ -123,18 +123,13 @@ class Speedup:
     slow: TtrRecord
 
     @staticmethod
-    def fps(r: TtrRecord) -> list[float]:
-        return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in r.runs
-                      if x.status != "failed" and x.env_steps_to_threshold and x.train_time_to_threshold_s)
-
-    @staticmethod
     def sb3_fps(r: TtrRecord) -> list[float]:
         """SB3's own time/fps at each run's last log (evaluation time included), where the run kept it."""
         return sorted(float(v) for x in r.runs if x.status != "failed" and (v := (x.model_extra or {}).get("sb3_time_fps")))
 
     def fps_ratio(self) -> tuple[float, float, float]:
         """Median over median, with the interval of every seed pairing (lowest over highest .. highest over lowest)."""
-        a, b = self.fps(self.fast), self.fps(self.slow)
+        a, b = self.fast.training_rates(), self.slow.training_rates()
         return median(a) / median(b), a[0] / b[-1], a[-1] / b[0]
 
     def wall_ratio(self) -> tuple[float, float, float]:
@@ -151,11 +146,11 @@ def speedups(recs: Records) -> list[Speedup]:
         c = r.case
         return (c.task, c.trainer, c.num_envs, c.threshold, c.max_env_steps, json.dumps(c.hyperparams, sort_keys=True))
 
-    ok = [r for r in recs if r.status == "ok" and Speedup.fps(r)]
+    ok = [r for r in recs if r.status == "ok" and r.training_rates()]
     out = []
     for a, b in combinations(ok, 2):
         if definition(a) == definition(b) and a.case.label != b.case.label:
-            fast, slow = (a, b) if median(Speedup.fps(a)) >= median(Speedup.fps(b)) else (b, a)
+            fast, slow = (a, b) if median(a.training_rates()) >= median(b.training_rates()) else (b, a)
             out.append(Speedup(fast, slow))
     return out
 
@@ -176,7 +171,7 @@ def speedup_table(task: str, pairs: list[Speedup]) -> Table:
         w, wlo, whi = p.wall_ratio()
         sb3 = [Speedup.sb3_fps(p.fast), Speedup.sb3_fps(p.slow)]
         t.add_row(f"{label(p.fast)} / {label(p.slow)}", str(p.fast.case.num_envs),
-                  f"{median(Speedup.fps(p.fast)):,.0f} / {median(Speedup.fps(p.slow)):,.0f}",
+                  f"{median(p.fast.training_rates()):,.0f} / {median(p.slow.training_rates()):,.0f}",
                   f"{median(sb3[0]):,.0f} / {median(sb3[1]):,.0f}" if all(sb3) else "-",
                   f"{f:.2f}x [{lo:.2f}-{hi:.2f}]", f"{_seed_walls(p.fast)} | {_seed_walls(p.slow)}", f"{w:.2f}x [{wlo:.2f}-{whi:.2f}]")
     return t
