@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from conftest import ROOT
@@ -34,6 +35,7 @@ def test_backend_in_its_own_environment_runs_there_and_says_so(cli, tmp_path):
     )
     r = cli("bench", "--suite", str(suite), "--out", str(tmp_path / "out"), env=env, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "building the own Python environments of ownenv side by side, before the first case" in " ".join(r.stdout.split())
     (path,) = (tmp_path / "out").rglob("ownenv-*.json")
     rec = load(path)
     assert rec["status"] == "ok"
@@ -48,6 +50,30 @@ def test_backend_in_its_own_environment_runs_there_and_says_so(cli, tmp_path):
     row = row_of(after.stdout, "ownenv")
     assert "built" in row and "not built yet" not in row
     assert (ROOT / "tests/plugins/envlock/py312.txt").is_file()
+
+
+def test_a_runs_missing_environments_are_built_side_by_side_before_its_first_case(monkeypatch):
+    """Two backends whose environments are not built: both builds are under way at once (a barrier of
+    two, which one build after the other never passes), before the first case starts, each once."""
+    from gpuenv.run import runner
+
+    barrier = threading.Barrier(2, timeout=120)
+    built: list[str] = []
+    events: list[object] = []
+
+    def build(backend):
+        barrier.wait()
+        built.append(backend.name)
+        return runner.Launcher()
+
+    monkeypatch.setattr(runner, "needs_building", lambda b: b.name in ("genesis", "ocean"))
+    monkeypatch.setattr(runner, "launcher", build)
+    cache: dict = {}
+    runner.prepare(["envpool", "genesis", "ocean", "genesis", "gymnasium"], cache, events.append)
+    assert sorted(built) == ["genesis", "ocean"] and set(cache) == {"genesis", "ocean"}
+    assert events == [runner.Preparing(("genesis", "ocean"))]
+    runner.prepare(["genesis", "ocean"], cache, events.append)  # built already: nothing to do, nothing said
+    assert len(events) == 1 and sorted(built) == ["genesis", "ocean"]
 
 
 def test_each_checkout_gets_its_own_environment():

@@ -36,7 +36,7 @@ from gpuenv.results.schema import Record
 def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: int = 1, to: Any = None) -> Iterator[Callable[[Any], None]]:
     """A progress bar over the plan's cases and the runner's event handler that drives it: a line per
     record written (appended to `records`), a failed seed said as it happens; on `to` (default stdout)."""
-    from gpuenv.run.runner import CaseDone, ProcessDone, ProcessStart
+    from gpuenv.run.runner import CaseDone, Preparing, ProcessDone, ProcessStart
 
     total = len(keys) * per_case
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=to or console,
@@ -44,7 +44,11 @@ def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: i
         bar = progress.add_task("starting", total=total)
 
         def on_event(e: Any) -> None:
-            if isinstance(e, ProcessStart):
+            if isinstance(e, Preparing):
+                progress.update(bar, description=f"building the own Python environments of {', '.join(e.backends)} (first use)")
+                progress.console.print(f"building the own Python environments of {', '.join(e.backends)} side by side, before the first case "
+                                       "(first use on this machine; reused after)", highlight=False)
+            elif isinstance(e, ProcessStart):
                 progress.update(bar, description=f"{keys[e.index]} \\[{mode.process_word} {e.process + 1}/{e.of}]")
             elif isinstance(e, ProcessDone) and e.outcome.failure is not None and not mode.stop_after_failure:
                 why = e.outcome.failure["reason"]

@@ -278,7 +278,12 @@ class CaseDone:
     path: Path
 
 
-Event = CaseStart | ProcessStart | ProcessDone | CaseDone
+@dataclass(frozen=True)
+class Preparing:
+    backends: tuple[str, ...]  # whose own Python environments are built now, side by side, before the first case
+
+
+Event = Preparing | CaseStart | ProcessStart | ProcessDone | CaseDone
 
 
 class RunStopped(UserError):
@@ -364,6 +369,34 @@ def launcher_or_error(backend: str, cache: dict[str, Launcher | UserError]) -> L
     return cache[backend]
 
 
+def needs_building(backend: Backend) -> bool:
+    """The backend runs in its own Python environment here, and that environment is not built yet."""
+    from gpuenv import envs
+
+    e = backend.environment
+    if e is None or backend.in_own_image():
+        return False
+    lock = e.lock_path(envs.ROOT)
+    return lock.is_file() and not envs.is_built(lock.read_text(), e.python, e.build_step)
+
+
+def prepare(backends: list[str], cache: dict[str, Launcher | UserError], on_event: Callable[[Event], None]) -> None:
+    """Build the own environments a run's backends lack, side by side, before its first case: each is
+    a download, an unpack and perhaps a compile (Genesis's 3.7 GB, Ocean's pufferlib from its sdist), so
+    two at once take about as long as the longer one, and no case is measured while they build. A
+    backend whose build fails has its UserError cached: its cases are recorded refused, as before."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    registry = default_registry()
+    todo = [b for b in dict.fromkeys(backends) if b not in cache and needs_building(registry.get(b))]
+    if not todo:
+        return
+    on_event(Preparing(tuple(todo)))
+    with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+        list(pool.map(lambda b: launcher_or_error(b, cache), todo))
+    INTERRUPT.check()
+
+
 def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Callable[[Event], None] = lambda event: None) -> list[tuple[Record, Path]]:
     """Run every item of a plan; returns (record, path) for each written record. Re-raises
     KeyboardInterrupt after writing the interrupted case's record."""
@@ -375,6 +408,7 @@ def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Ca
     launchers: dict[str, Launcher | UserError] = {}
     env_where: dict[str, dict] = {}
     written: list[tuple[Record, Path]] = []
+    prepare([item.backend for item in plan.items], launchers, on_event)
     for i, item in enumerate(plan.items):
         on_event(CaseStart(i, item))
         outcomes: list[Outcome] = []
