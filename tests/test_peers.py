@@ -24,21 +24,21 @@ def test_a_backend_without_a_peer_or_a_bad_size_is_one_line_and_exit_2(cli, tmp_
 
 
 def test_peers_measure_every_side_and_the_peer_in_physics_steps(cli, tmp_path):
-    r = cli("peers", "--peer", "mjx:jax-brax", "--peer", "brax:positional", "-n", "4", "--rounds", "1", "--min-time", "0.05",
-            "--out", str(tmp_path), timeout=900)
+    """Every side (as it runs, zero actions, no resets) beside the peer, on Brax's positional pipeline (the
+    one backend with all three). Both peers at once, --plain, are gpu-check's step (tests/test_gpucheck.py:
+    MJX's row, its solver settings and its 5 physics steps per env step are asserted there); a second run
+    of both here cost 200 s of CI (issue 48's budget)."""
+    r = cli("peers", "--peer", "brax:positional", "-n", "4", "--rounds", "1", "--min-time", "0.05", "--out", str(tmp_path), timeout=900)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
     (path,) = tmp_path.glob("peers-*.jsonl")
     where, *rows = [json.loads(line) for line in path.read_text().splitlines()]
-    assert where["where"]["machine"] and len(rows) == 2
-    mjx, brax = rows
-    assert (mjx["selector"], mjx["physics_steps_per_env_step"]) == ("mjx:jax-brax", 5)
+    assert where["where"]["machine"] and len(rows) == 1
+    (brax,) = rows
     assert (brax["selector"], brax["physics_steps_per_env_step"]) == ("brax:positional", 16)  # Brax's own n_frames, not frame_skip 5
-    assert mjx["peer"].startswith("mujoco.mjx.benchmark") and brax["peer"].startswith("brax.test_utils.benchmark")
-    assert (mjx["solver"]["solver"], mjx["solver"]["iterations"], mjx["solver"]["ls_iterations"]) == ("newton", 1, 4)
-    assert set(mjx["physics_steps_per_s"]) == {"gpuenv", "gpuenv_zero_actions", "peer"}  # MJX has no no-reset mode
+    assert brax["peer"].startswith("brax.test_utils.benchmark")
     assert set(brax["physics_steps_per_s"]) == {*peers.SIDES, "peer"}
-    for row in rows:
-        assert all(v > 0 for vs in row["physics_steps_per_s"].values() for v in vs) and len(row["physics_steps_per_s"]["peer"]) == 3
-        med = {k: sorted(v)[len(v) // 2] for k, v in row["physics_steps_per_s"].items()}  # 3 values a side: odd
-        assert row["ratio"]["gpuenv"] == pytest.approx(med["gpuenv"] / med["peer"])  # medians, not means
-        assert f"{row['selector']} halfcheetah n=4 on cpu: physics steps/s gpuenv" in r.stdout
+    assert all(v > 0 for vs in brax["physics_steps_per_s"].values() for v in vs) and len(brax["physics_steps_per_s"]["peer"]) == 3
+    med = {k: sorted(v)[len(v) // 2] for k, v in brax["physics_steps_per_s"].items()}  # 3 values a side: odd
+    assert brax["ratio"]["gpuenv"] == pytest.approx(med["gpuenv"] / med["peer"])  # medians, not means
+    assert brax["ratio"]["gpuenv_no_resets"] == pytest.approx(med["gpuenv_no_resets"] / med["peer"])
+    assert "brax:positional halfcheetah n=4 on cpu: physics steps/s gpuenv" in r.stdout

@@ -21,7 +21,8 @@ from gpuenv.errors import UserError
 from gpuenv.gpu import cpu_ok, nvidia_smi
 
 SUITE = "gpu-check"
-CPU_SIZES = ("16",)  # GPUENV_CPU_OK=1 on a machine without a GPU: the same script at a size a CPU runs in seconds
+CPU_SIZES = ("16",)  # GPUENV_CPU_OK=1 on a machine without a GPU: the same script at a size a CPU runs in seconds,
+CPU_PROCESSES = "1"  # and one process a case (each JAX process imports and traces again: a test of the script, not a number)
 DECIDE = ("--task", "halfcheetah", "--budget", "50M")
 # The peer table on the GPU (gpuenv peers: MJX at both solver settings beside mjx.benchmark, Brax's
 # generalized and positional pipelines beside brax.test_utils.benchmark), gpuenv as it runs and the
@@ -67,7 +68,7 @@ def versions() -> str:
 
 def steps(run_dir: Path, on_gpu: bool) -> list[Step]:
     gpuenv = [sys.executable, "-m", "gpuenv"]
-    sizes = [] if on_gpu else [a for n in CPU_SIZES for a in ("-n", n)]
+    sizes = [] if on_gpu else [*(a for n in CPU_SIZES for a in ("-n", n)), "--processes", CPU_PROCESSES]
     from gpuenv.run.peers import rows as peer_rows
 
     rows = [a for r in peer_rows("gpu_check" if on_gpu else "cpu_check") for a in ("--peer", r)]
@@ -132,7 +133,7 @@ def gpu_check(out: Path, run_id: str, budget_s: float, say: Callable[[str], None
                         "be no GPU numbers; run it with the machine's Python that has JAX with CUDA and the wheelhouse "
                         "(`make gpu-wheels` where there is internet, then `make gpu-check` there, which prefers them)")
     check = Check(out / run_id, on_gpu=bool(gpus))
-    gpu_text = "; ".join(f"{g['name']} (driver {g['driver']})" for g in gpus) or f"none ({why}): GPUENV_CPU_OK=1, 16 envs on the CPU"
+    gpu_text = "; ".join(f"{g['name']} (driver {g['driver']})" for g in gpus) or f"none ({why}): GPUENV_CPU_OK=1, {CPU_SIZES[0]} envs and {CPU_PROCESSES} process a case on the CPU"
     say(f"gpu-check: GPU {gpu_text}; Python {sys.version.split()[0]}; {versions()}")
     say(f"gpu-check: records go to {check.run_dir}; budget {budget_s:.0f} s")
     deadline = time.monotonic() + budget_s
