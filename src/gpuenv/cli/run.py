@@ -45,9 +45,9 @@ def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: i
 
         def on_event(e: Any) -> None:
             if isinstance(e, Preparing):
-                progress.update(bar, description=f"building the own Python environments of {', '.join(e.backends)} (first use)")
-                progress.console.print(f"building the own Python environments of {', '.join(e.backends)} side by side, before the first case "
-                                       "(first use on this machine; reused after)", highlight=False)
+                what = f"building the own Python environments of {', '.join(e.backends)}"
+                progress.update(bar, description=f"{what} (first use)")
+                progress.console.print(f"{what} side by side, before the first case (first use on this machine; reused after)", highlight=False)
             elif isinstance(e, ProcessStart):
                 progress.update(bar, description=f"{keys[e.index]} \\[{mode.process_word} {e.process + 1}/{e.of}]")
             elif isinstance(e, ProcessDone) and e.outcome.failure is not None and not mode.stop_after_failure:
