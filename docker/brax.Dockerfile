@@ -7,9 +7,6 @@ FROM ${BASE}
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
-ARG GIT_SHA=unknown
-ARG GIT_DIRTY=""
-ARG GPUENV_VERSION=unknown
 # torch is PyPI's CUDA 13 build, locked with JAX's CUDA 13 wheels: no extra index.
 ARG TORCH_INDEX=""
 # `make image-brax BRAX_VERSION=...` (etc.) builds from a version lock instead, and tags its records.
@@ -32,6 +29,12 @@ RUN --mount=type=secret,id=pipcert \
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
+
+# The per-commit build args (images.build.COMMIT_ARGS) come after the last RUN: an ARG is in the
+# environment of every later RUN, so one declared earlier would reinstall every package at each commit.
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
 
 # The driver comes from the host; the NVIDIA runtime refuses to start on one older than CUDA_REQUIRE,
 # and `gpuenv doctor` (run before every bench here) names the minimum driver. JAX must not fall back

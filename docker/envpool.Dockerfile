@@ -7,9 +7,6 @@ FROM ${BASE}
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
-ARG GIT_SHA=unknown
-ARG GIT_DIRTY=""
-ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # `make image-envpool BRAX_VERSION=...` (etc.) builds from a version lock instead, and tags its records.
 ARG LOCK=docker/locks/envpool.txt
@@ -31,6 +28,12 @@ RUN --mount=type=bind,source=docker/wheels,target=/wheels \
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
+# The per-commit build args (images.build.COMMIT_ARGS) come after the last RUN: an ARG is in the
+# environment of every later RUN, so one declared earlier would reinstall every package at each commit.
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
+
 ENV GPUENV_IMAGE=envpool \
     GPUENV_GIT_SHA=${GIT_SHA} \
     GPUENV_GIT_DIRTY=${GIT_DIRTY} \

@@ -7,9 +7,6 @@ FROM ${BASE}
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
-ARG GIT_SHA=unknown
-ARG GIT_DIRTY=""
-ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # The Debian packages the genesis backend declares (SystemPackage in gpuenv.backends.genesis: OpenGL's
 # libraries, which Genesis needs even headless, and X's XRender), passed by `gpuenv images build` and the bake file.
@@ -38,6 +35,12 @@ RUN --mount=type=bind,source=docker/wheels,target=/wheels \
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
+# The per-commit build args (images.build.COMMIT_ARGS) come after the last RUN: an ARG is in the
+# environment of every later RUN, so one declared earlier would reinstall every package at each commit.
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
+
 ENV GPUENV_IMAGE=genesis \
     GPUENV_GIT_SHA=${GIT_SHA} \
     GPUENV_GIT_DIRTY=${GIT_DIRTY} \

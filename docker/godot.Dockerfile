@@ -15,9 +15,6 @@ FROM ${BASE}
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
-ARG GIT_SHA=unknown
-ARG GIT_DIRTY=""
-ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ARG LOCK=docker/locks/godot.txt
 ARG VERSION_SET=""
@@ -53,6 +50,12 @@ COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
 # The godot4 launcher on PATH (the same one `make install` writes on a host), checked by running it.
 RUN python3 -m gpuenv.backends.godot4.install && godot4 --headless --version
+# The per-commit build args (images.build.COMMIT_ARGS) come after the last RUN: an ARG is in the
+# environment of every later RUN, so one declared earlier would reinstall every package at each commit.
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
+
 ENV GPUENV_IMAGE=godot \
     GPUENV_GIT_SHA=${GIT_SHA} \
     GPUENV_GIT_DIRTY=${GIT_DIRTY} \

@@ -7,8 +7,6 @@ FROM nvcr.io/nvidia/isaac-lab:2.3.2@sha256:388dbc806f48359a964cb9f807feb226da95d
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
-ARG GIT_SHA=unknown
-ARG GIT_DIRTY=""
 LABEL org.opencontainers.image.source="https://github.com/gpuenv/gpuenv" \
       org.gpuenv.backend="isaaclab"
 
@@ -35,8 +33,6 @@ ENV NVIDIA_VISIBLE_DEVICES=all \
     GPUENV_MIN_DRIVER=${MIN_DRIVER} \
     GPUENV_REQUIRE_GPU=1 \
     GPUENV_IMAGE=isaaclab-isaacsim \
-    GPUENV_GIT_SHA=${GIT_SHA} \
-    GPUENV_GIT_DIRTY=${GIT_DIRTY} \
     ACCEPT_EULA=Y \
     OMNI_KIT_ACCEPT_EULA=YES
 
@@ -45,6 +41,15 @@ RUN chmod 0755 /usr/local/bin/gpuenv \
     && (id -u 1000 >/dev/null 2>&1 || useradd --create-home --uid 1000 --shell /bin/bash gpuenv) \
     && mkdir -p /isaac-sim/kit/cache /isaac-sim/kit/logs /isaac-sim/kit/data \
     && chown -R 1000:1000 /isaac-sim/kit/cache /isaac-sim/kit/logs /isaac-sim/kit/data /workspace/isaaclab
+
+# The per-commit build args (images.build.COMMIT_ARGS) come after the last RUN: an ARG is in the
+# environment of every later RUN, so one declared earlier would reinstall every package at each commit.
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
+ENV GPUENV_GIT_SHA=${GIT_SHA} \
+    GPUENV_GIT_DIRTY=${GIT_DIRTY} \
+    GPUENV_PACKAGE_VERSION=${GPUENV_VERSION}
 
 USER 1000:1000
 WORKDIR /home/gpuenv

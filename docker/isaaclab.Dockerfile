@@ -13,9 +13,6 @@ ARG PYTHON_BASE
 
 ARG MIN_DRIVER=""
 ARG CUDA_REQUIRE=""
-ARG GIT_SHA=unknown
-ARG GIT_DIRTY=""
-ARG GPUENV_VERSION=unknown
 ARG TORCH_INDEX=""
 ARG LOCK=docker/locks/isaaclab.txt
 ARG VERSION_SET=""
@@ -50,6 +47,12 @@ RUN --mount=type=secret,id=pipcert \
 COPY pyproject.toml /opt/gpuenv/
 COPY src /opt/gpuenv/src
 COPY suites /opt/gpuenv/suites
+
+# The per-commit build args (images.build.COMMIT_ARGS) come after the last RUN: an ARG is in the
+# environment of every later RUN, so one declared earlier would reinstall every package at each commit.
+ARG GIT_SHA=unknown
+ARG GIT_DIRTY=""
+ARG GPUENV_VERSION=unknown
 
 # Warp's kernel cache and the substitute assets live under HOME/.cache (gpuenv's own folders): a
 # volume on /home/gpuenv/.cache keeps the kernels warm across runs.

@@ -19,6 +19,7 @@ from conftest import ROOT
 from dockerfile_parse import DockerfileParser
 
 from gpuenv.images import BASE_TAG, CUDA_MIN_DRIVER, bake, bake_text, base_of, images, locked_versions, pinned_base
+from gpuenv.images.build import COMMIT_ARGS
 from gpuenv.images.catalogue import froms as catalogue_froms
 from gpuenv.results.schema import load
 
@@ -43,6 +44,19 @@ def test_hadolint_clean(path):
     hadolint = shutil.which("hadolint") or str(Path(os.sys.executable).parent / "hadolint")
     r = subprocess.run([hadolint, "--no-color", str(path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("path", [p for p in DOCKERFILES if p.name != "base.Dockerfile"], ids=lambda p: p.name)
+def test_a_new_commit_reuses_every_install_layer(path):
+    """The per-commit build args (git sha, dirty flag, gpuenv's version) are declared after the last RUN,
+    and used: an ARG is in the environment of every RUN after it, so one declared earlier makes a commit
+    that only changed src/ reinstall every package (the CPU images took 413 s more in CI)."""
+    steps = [(i["instruction"], i["value"]) for i in parsed(path).structure]
+    last_run = max(n for n, (ins, _) in enumerate(steps) if ins == "RUN")
+    declared = {v.split("=")[0]: n for n, (ins, v) in enumerate(steps) if ins == "ARG"}
+    for arg in COMMIT_ARGS:
+        assert declared.get(arg, -1) > last_run, f"{path.name}: ARG {arg} must come after the last RUN"
+        assert any(ins == "ENV" and f"${{{arg}}}" in v for ins, v in steps[declared[arg]:]), f"{path.name}: {arg} unused"
 
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)

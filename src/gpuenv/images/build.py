@@ -29,6 +29,10 @@ from gpuenv.images.catalogue import (
 from gpuenv.images.engine import build_client, docker_free, docker_status, image_size, local_image_id, remove_replaced
 from gpuenv.images.locks import version_lock, write_locks
 
+# The build args whose value changes with each commit. Every Dockerfile declares them after its last RUN: an
+# ARG is in the environment of each later RUN, so declared earlier, every commit would reinstall every package.
+COMMIT_ARGS = ("GIT_SHA", "GIT_DIRTY", "GPUENV_VERSION")
+
 
 def _stage_wheels() -> bool:
     """Copy the host's local wheels into the build context; True if there were any (then pip needs no
@@ -70,7 +74,7 @@ def build_commands(names: list[str], docker: str, bases: dict[str, str], pins: l
         base = bases.get(pinned_base(), pinned_base())
         out.append(("base", [docker, "build", "-f", "docker/base.Dockerfile", "-t", BASE_TAG, "--build-arg", f"PYTHON_BASE={base}", *common, "."]))
     for img in wanted:
-        args = {"GIT_SHA": sha, "GIT_DIRTY": dirty, "GPUENV_VERSION": __version__, "MIN_DRIVER": img.min_driver or "",
+        args = {**dict(zip(COMMIT_ARGS, (sha, dirty, __version__), strict=True)), "MIN_DRIVER": img.min_driver or "",
                 "CUDA_REQUIRE": f"{img.cuda}.0" if img.cuda else "", **system_args(img)}
         tags = [f"{img.tag}:latest"]
         pinned = python_base_of(img)
