@@ -1,5 +1,6 @@
 # gpuenv: the two commands a newcomer needs are `make bench` and `make test`.
 PYTHON ?= python3.11
+ENVS_SUITE ?= quick
 VENV ?= .venv
 BIN := $(VENV)/bin
 GPUENV := $(BIN)/gpuenv
@@ -15,20 +16,26 @@ BAKE := docker buildx bake -f docker/docker-bake.json
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e . "uv>=0.5"
 	@# In the background:
 	@# - the Debian packages the backends declare (SystemPackage: Godot 3.2's server, debootstrap for Godot 4's
 	@#   runtime, Genesis's OpenGL libraries, Ocean's compilers), with apt-get as root; else one line per
 	@#   backend says what is missing and the command (`gpuenv system` lists them);
 	@# - godot4 backend: Debian sid's Godot 4.6, debootstrapped into /opt/gpuenv-godot4 (about 600 MB, a
 	@#   minute) and run through sid's own loader, where this user can (root and debootstrap); else it says how.
+	@# - then the own Python environments of the quick suite's backends (Genesis's, 3.7 GB from PyPI with uv, and
+	@#   Ocean's, pufferlib built from its sdist with the compilers above), side by side: `make bench` would
+	@#   build them before its first case; one that cannot be built is said and left to it. `make install
+	@#   ENVS_SUITE=` builds none (the fresh-machine test: it checks what is available, not the environments).
 	@# Beside them:
 	@# - godot backends: godot-rl's client only (it needs numpy and gymnasium); its pins (SB3<=2.4,
 	@#   gymnasium<=1.0, numpy<2) would hold the shared PPO trainer back, so no deps;
 	@# - gymnax backend: gymnax pins gymnasium<1.4 for a helper gpuenv does not use; the modules its
 	@#   import needs come with the gymnax extra (in cpu);
 	@# - pufferlib backend: pufferlib-core pins torch==2.9.0 for a CUDA kernel its vectoriser never imports.
-	{ $(GPUENV) system --install && $(BIN)/python -m gpuenv.backends.godot4.install; } > $(VENV)/system-install.log 2>&1 & system=$$!; \
+	{ $(GPUENV) system --install && $(BIN)/python -m gpuenv.backends.godot4.install; s=$$?; \
+	  $(if $(ENVS_SUITE),$(GPUENV) bench --suite $(ENVS_SUITE) --build-envs || echo "(make bench builds them before its first case, or records why not)";) \
+	  exit $$s; } > $(VENV)/system-install.log 2>&1 & system=$$!; \
 	{ $(BIN)/pip install --quiet "torch==2.13.0" \
 	  && $(BIN)/pip install --quiet -e ".[cpu,test]" \
 	  && $(BIN)/pip install --quiet --no-deps "godot-rl==0.8.2" \

@@ -9,6 +9,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 from gpuenv import envs
@@ -74,6 +75,35 @@ def test_a_runs_missing_environments_are_built_side_by_side_before_its_first_cas
     assert events == [runner.Preparing(("genesis", "ocean"))]
     runner.prepare(["genesis", "ocean"], cache, events.append)  # built already: nothing to do, nothing said
     assert len(events) == 1 and sorted(built) == ["genesis", "ocean"]
+
+
+def test_build_envs_builds_the_missing_environments_says_each_and_fails_where_one_could_not_be(monkeypatch, capsys):
+    """`gpuenv bench --build-envs` (make install runs it for the quick suite): the plan's missing own
+    environments built side by side, a line for each, exit 1 where one failed; then nothing left to build."""
+    import typer
+
+    from gpuenv.cli.run import build_own_environments
+    from gpuenv.errors import UserError
+    from gpuenv.run import runner
+
+    built: set[str] = set()
+
+    def build(backend):
+        if backend.name == "ocean":
+            raise UserError("ocean's environment: could not run its build step (no C compiler)")
+        built.add(backend.name)
+        return runner.Launcher()
+
+    monkeypatch.setattr(runner, "needs_building", lambda b: b.name in ("genesis", "ocean") and b.name not in built)
+    monkeypatch.setattr(runner, "launcher", build)
+    with pytest.raises(typer.Exit) as e:
+        build_own_environments(["envpool", "genesis", "ocean"])
+    assert e.value.exit_code == 1
+    out, err = capsys.readouterr()
+    assert "building the own Python environments of genesis, ocean side by side" in out
+    assert "genesis: its own environment is built" in out and "ocean: its own environment could not be built" in " ".join(err.split())
+    build_own_environments(["genesis"])
+    assert "no own environment to build" in capsys.readouterr().out
 
 
 def test_each_checkout_gets_its_own_environment():

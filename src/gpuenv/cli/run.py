@@ -45,7 +45,7 @@ def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: i
 
         def on_event(e: Any) -> None:
             if isinstance(e, Preparing):
-                what = f"building the own Python environments of {', '.join(e.backends)}"
+                what = e.what
                 progress.update(bar, description=f"{what} (first use)")
                 progress.console.print(f"{what} side by side, before the first case (first use on this machine; reused after)", highlight=False)
             elif isinstance(e, ProcessStart):
@@ -65,6 +65,28 @@ def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: i
                 progress.advance(bar)
 
         yield on_event
+
+
+def build_own_environments(backends: list[str]) -> None:
+    """`bench --build-envs`: the plan's missing own environments built side by side, a line for each; exit 1
+    where one could not be built (its line says why; a run would record that backend's cases refused)."""
+    from gpuenv.run.runner import Preparing, prepare
+
+    def on_event(e: Any) -> None:
+        if isinstance(e, Preparing):
+            console.print(f"{e.what} side by side")
+
+    outcomes: dict = {}
+    built = prepare(backends, outcomes, on_event)
+    for b in built:
+        if isinstance(outcomes[b], UserError):
+            err_console.print(f"{b}: its own environment could not be built: {markup(str(outcomes[b]))}")
+        else:
+            console.print(f"{b}: its own environment is built (reused by every later run)")
+    if not built:
+        console.print("no own environment to build: this plan's backends have theirs, or need none")
+    if any(isinstance(outcomes[b], UserError) for b in built):
+        raise typer.Exit(EXIT_CASE_FAILED)
 
 
 @contextlib.contextmanager
@@ -99,6 +121,7 @@ def bench(
     warmups: Annotated[int | None, typer.Option("--warmups", "-w", help="untimed values per process before the timed ones, replacing the suite's")] = None,
     min_time: Annotated[float | None, typer.Option("--min-time", help="seconds each timed value lasts at least, replacing the suite's")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the cases and how each would be measured; run nothing, write nothing")] = False,
+    build_envs: Annotated[bool, typer.Option("--build-envs", help="build the own Python environments the plan's backends lack (as a run does before its first case), then exit; measure nothing (make install does it for the quick suite)")] = False,
     machine_name: Annotated[str | None, typer.Option("--machine-name", help="your name for this machine, carried by every record and shown wherever its numbers are (GPUENV_MACHINE_NAME)")] = None,
 ) -> None:
     """Run a suite (default: quick, on every backend available here) and print the tables."""
@@ -135,6 +158,9 @@ def bench(
         for sk in plan.skipped:
             console.print(f"[dim]not run: {markup(sk)}[/]")
         console.print("nothing run, nothing written (--dry-run)")
+        return
+    if build_envs:
+        build_own_environments([item.backend for item in plan.items])
         return
     run_id = checked_run_id(run_id_opt) if run_id_opt is not None else new_run_id()
     # the output folder is checked now; the run's own folder appears with its first record, so a

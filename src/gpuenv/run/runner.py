@@ -282,6 +282,10 @@ class CaseDone:
 class Preparing:
     backends: tuple[str, ...]  # whose own Python environments are built now, side by side, before the first case
 
+    @property
+    def what(self) -> str:
+        return f"building the own Python environments of {', '.join(self.backends)}"
+
 
 Event = Preparing | CaseStart | ProcessStart | ProcessDone | CaseDone
 
@@ -380,21 +384,23 @@ def needs_building(backend: Backend) -> bool:
     return lock.is_file() and not envs.is_built(lock.read_text(), e.python, e.build_step)
 
 
-def prepare(backends: list[str], cache: dict[str, Launcher | UserError], on_event: Callable[[Event], None]) -> None:
+def prepare(backends: list[str], cache: dict[str, Launcher | UserError], on_event: Callable[[Event], None]) -> list[str]:
     """Build the own environments a run's backends lack, side by side, before its first case: each is
     a download, an unpack and perhaps a compile (Genesis's 3.7 GB, Ocean's pufferlib from its sdist), so
     two at once take about as long as the longer one, and no case is measured while they build. A
-    backend whose build fails has its UserError cached: its cases are recorded refused, as before."""
+    backend whose build fails has its UserError cached: its cases are recorded refused, as before.
+    Returns the backends whose environments it built (or tried to: `cache` has each one's outcome)."""
     from concurrent.futures import ThreadPoolExecutor
 
     registry = default_registry()
     todo = [b for b in dict.fromkeys(backends) if b not in cache and needs_building(registry.get(b))]
     if not todo:
-        return
+        return []
     on_event(Preparing(tuple(todo)))
     with ThreadPoolExecutor(max_workers=len(todo)) as pool:
         list(pool.map(lambda b: launcher_or_error(b, cache), todo))
     INTERRUPT.check()
+    return todo
 
 
 def run_plan(mode: Mode, plan: Plan, *, run_id: str, out_dir: Path, on_event: Callable[[Event], None] = lambda event: None) -> list[tuple[Record, Path]]:
