@@ -45,9 +45,8 @@ def case_progress(mode: Any, keys: list[str], records: list[Record], per_case: i
 
         def on_event(e: Any) -> None:
             if isinstance(e, Preparing):
-                what = e.what
-                progress.update(bar, description=f"{what} (first use)")
-                progress.console.print(f"{what} side by side, before the first case (first use on this machine; reused after)", highlight=False)
+                progress.update(bar, description=f"{e.what} (first use)")
+                progress.console.print(f"{e.what} side by side, before the first case (first use on this machine; reused after)", highlight=False)
             elif isinstance(e, ProcessStart):
                 progress.update(bar, description=f"{keys[e.index]} \\[{mode.process_word} {e.process + 1}/{e.of}]")
             elif isinstance(e, ProcessDone) and e.outcome.failure is not None and not mode.stop_after_failure:
@@ -78,14 +77,15 @@ def build_own_environments(backends: list[str]) -> None:
 
     outcomes: dict = {}
     built = prepare(backends, outcomes, on_event)
+    failed = [b for b in built if isinstance(outcomes[b], UserError)]
     for b in built:
-        if isinstance(outcomes[b], UserError):
+        if b in failed:
             err_console.print(f"{b}: its own environment could not be built: {markup(str(outcomes[b]))}")
         else:
             console.print(f"{b}: its own environment is built (reused by every later run)")
     if not built:
         console.print("no own environment to build: this plan's backends have theirs, or need none")
-    if any(isinstance(outcomes[b], UserError) for b in built):
+    if failed:
         raise typer.Exit(EXIT_CASE_FAILED)
 
 
