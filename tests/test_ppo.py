@@ -140,6 +140,23 @@ def test_summary_counts_censored_runs_at_their_budget():
     assert any("lower bounds" in w for w in s["warnings"])
 
 
+def test_a_fixed_step_budget_case_has_no_pass_criterion(tmp_path):
+    """pass_min_seeds = 0 on a case: time to its step budget, the reward curve recorded; a seed censored at
+    the budget is what it measures, so the case passes; the other cases keep [run]'s criterion, and the
+    record's settings carry the case's."""
+    from gpuenv.modes.ttr.suite import plan
+
+    path = _suite(tmp_path, run="[run]\nseeds = 3\npass_min_seeds = 2\n", extra="pass_min_seeds = 0\n")
+    _, suite = load_any(str(path), DEFAULT_REGISTRY)
+    (item,) = plan(suite, DEFAULT_REGISTRY, backends=None, tasks=None, num_envs=None).items
+    assert item.run.pass_min_seeds == 0 and item.run.seeds == 3 and "pass_min_seeds" not in item.case.to_dict()
+    censored = {"status": "censored", "time_to_threshold_s": 50.0, "train_time_to_threshold_s": 40.0, "env_steps_to_threshold": 1000,
+                "startup_s": 1.0, "compile_s": 0.0, "eval_s": 1.0}
+    s = summarize_runs([censored] * 3, item.run)
+    assert (s["reached"], s["censored"], s["pass_min_seeds"], s["passed"]) == (0, 3, 0, True)
+    assert not summarize_runs([censored] * 3, RunSpec(seeds=3, pass_min_seeds=2))["passed"]
+
+
 # --- statistics ---------------------------------------------------------------------------------
 
 
@@ -199,6 +216,8 @@ def _suite(tmp_path, run="", threshold=475, budget=10000, extra=""):
         ({"budget": 500}, "budget max_env_steps=500 is below eval_every_steps=1000"),
         ({"run": "[run]\nseeds = 0\n"}, "seeds must be >= 1"),
         ({"run": "[run]\nseeds = 3\npass_min_seeds = 4\n"}, "pass_min_seeds must be between 1 and seeds"),
+        ({"run": "[run]\nseeds = 3\n", "extra": "pass_min_seeds = 4\n"}, "pass_min_seeds must be between 0 (a fixed step budget"),
+        ({"extra": "pass_min_seeds = -1\n"}, "#1: pass_min_seeds must be between 0"),
         ({"extra": "[case.hyperparams]\nlearning_rat = 0.1\n"}, "trainer 'sb3' has no hyperparameter 'learning_rat'"),
         ({"budget": 10500}, "max_env_steps=10500 must be a multiple of eval_every_steps=1000"),
         ({"run": "[run]\ntimeout_s = 40\n"}, "timeout_s=40 must be at least 1.5 x max_time_s=30"),

@@ -58,7 +58,9 @@ class TimeToReward(Mode["TtrRecord"]):
 
     def describe(self, item: Any) -> str:
         c = item.case
-        return (f"{item.run.seeds} seeds ({item.run.pass_min_seeds} must reach {c.threshold:g}), budget {c.max_env_steps:,} steps "
+        need = (f"{item.run.pass_min_seeds} must reach {c.threshold:g}" if item.run.pass_min_seeds else
+                f"a fixed step budget: none must reach {c.threshold:g}")
+        return (f"{item.run.seeds} seeds ({need}), budget {c.max_env_steps:,} steps "
                 f"or {c.max_time_s:g} s, evaluated every {c.eval_every_steps:,} steps")
 
     def process_spec(self, item: Any, index: int, out_dir: Path) -> dict:

@@ -32,7 +32,7 @@ class TtrWhat(WhatBase):
 
 class TtrSettings(Model):
     seeds: PosInt
-    pass_min_seeds: PosInt
+    pass_min_seeds: NonNegInt  # 0: a fixed step budget, no pass criterion
     timeout_s: PosFloat
 
 
@@ -67,7 +67,7 @@ class TtrSummary(SummaryBase):
     censored: NonNegInt
     failed: NonNegInt
     success_rate: Fraction
-    pass_min_seeds: PosInt
+    pass_min_seeds: NonNegInt
     passed: Bool
     time_to_threshold_s: IqmInterval
     train_time_to_threshold_s: IqmInterval

@@ -16,6 +16,8 @@
     max_time_s = 900        # wall-clock budget (censored likewise)
     eval_every_steps = 10000
     eval_episodes = 10      # on separate eval envs, deterministic policy
+    pass_min_seeds = 0      # optional: this case's own pass criterion; 0 = a fixed step budget (time to
+                            # max_env_steps, the reward curve recorded), no pass criterion
     [case.hyperparams]      # passed to the trainer; keys checked against the trainer's declared keys
 
 Thresholds live here, not in the libraries: registered reward_thresholds disagree (envpool registers
@@ -109,13 +111,21 @@ class PpoCase:
     eval_every_steps: int
     eval_episodes: int
     hyperparams: dict[str, Any] = field(default_factory=dict)
+    pass_min_seeds: int | None = None  # the case's own pass criterion ([run]'s where None; 0: a fixed step budget)
 
     @property
     def key(self) -> str:
         return f"ppo-{self.trainer}-{self.backend}-{self.variant}-{self.task}-n{self.num_envs}"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record's case (the pass criterion is the run settings', in the record's settings)."""
+        out = asdict(self)
+        del out["pass_min_seeds"]
+        return out
+
+    def run_of(self, run: RunSpec) -> RunSpec:
+        """The run settings this case runs with: [run]'s, with its own pass criterion where it sets one."""
+        return run if self.pass_min_seeds is None else replace(run, pass_min_seeds=min(self.pass_min_seeds, run.seeds))
 
 
 @dataclass(frozen=True)
@@ -141,7 +151,9 @@ _CASE = {
     "eval_every_steps": int,
     "eval_episodes": int,
     "hyperparams": dict,
+    "pass_min_seeds": int,
 }
+_OPTIONAL = {"hyperparams", "pass_min_seeds"}
 
 
 def _typed(table: dict, spec: dict[str, type], where: str, required: bool) -> dict:
@@ -151,7 +163,7 @@ def _typed(table: dict, spec: dict[str, type], where: str, required: bool) -> di
     out = {}
     for k, typ in spec.items():
         if k not in table:
-            if required and k != "hyperparams":
+            if required and k not in _OPTIONAL:
                 raise UserError(f"{where}: missing key '{k}'")
             continue
         v = table[k]
@@ -173,6 +185,7 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
     if not isinstance(run_table, dict):
         raise UserError(f"{where}: [run] must be a table")
     run = RunSpec(**_typed(run_table, _RUN, f"{where} [run]", required=False))
+    file_seeds = run.seeds  # a case's own pass criterion is checked against the file's seeds, not --seeds
     if seeds is not None:
         run = run.with_seeds(seeds, "--seeds")
     if run.seeds < 1:
@@ -205,6 +218,8 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
         for k in ("num_envs", "max_env_steps", "eval_every_steps", "eval_episodes"):
             if c[k] < 1:
                 raise UserError(f"{w}: {k} must be >= 1 (got {c[k]})")
+        if "pass_min_seeds" in c and not 0 <= c["pass_min_seeds"] <= file_seeds:
+            raise UserError(f"{w}: pass_min_seeds must be between 0 (a fixed step budget: no pass criterion) and seeds ({file_seeds})")
         if c["max_time_s"] <= 0:
             raise UserError(f"{w}: max_time_s must be > 0")
         for k in ("num_envs", "max_env_steps", "eval_every_steps", "eval_episodes", "max_time_s"):
@@ -259,6 +274,7 @@ def load_ppo_suite(path: Path, data: dict, registry: Registry, *, seeds: int | N
                     eval_every_steps=c["eval_every_steps"],
                     eval_episodes=c["eval_episodes"],
                     hyperparams=hp,
+                    pass_min_seeds=c.get("pass_min_seeds"),
                 )
             )
     return PpoSuite(path.stem, path, str(data.get("description", "")), run, tuple(cases), tuple(skipped))
@@ -322,4 +338,4 @@ def plan(suite: PpoSuite, registry: Registry, *, backends: list[str] | None, tas
     if num_envs:
         raise UserError("--num-envs does not apply to time-to-reward suites (each case sets its own num_envs)")
     cases = filter_cases(suite, registry, backends, tasks)
-    return Plan(suite.name, [TtrItem(c, suite.run) for c in cases], list(suite.skipped), f"{suite.run.seeds} seeds each")
+    return Plan(suite.name, [TtrItem(c, c.run_of(suite.run)) for c in cases], list(suite.skipped), f"{suite.run.seeds} seeds each")
