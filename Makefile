@@ -7,7 +7,7 @@ GPUENV := $(BIN)/gpuenv
 STAMP := $(VENV)/.installed
 BAKE := docker buildx bake -f docker/docker-bake.json
 
-.PHONY: install gpu-wheels gpu-check bench bench-overhead bench-pytest test test-images-gpu test-fast lint schema smoke ppo-smoke list info doctor clean images locks
+.PHONY: install gpu-wheels gpu-check bench bench-overhead bench-pytest test test-images-gpu test-fast lint schema smoke ppo-smoke validate list info doctor clean images locks
 
 # gpuenv's core first (a few small packages): enough for `gpuenv system` and Godot 4's runtime, which then run
 # in the background (apt-get, debootstrap: network and dpkg, about two minutes on a fresh machine) beside
@@ -79,6 +79,15 @@ locks: $(STAMP)
 ## PPO time-to-reward on CPU: CartPole (SB3) and Brax inverted_pendulum (Brax PPO), 3 seeds.
 ppo-smoke: $(STAMP)
 	$(GPUENV) bench --suite ppo-smoke $(ARGS)
+
+## decide's training model against trainings of minutes (docs/decide.md): the parts (suites/validate-parts.toml),
+## then the trainings (suites/validate.toml) into one run, then the decision from it with each prediction's
+## error. About 30 min on 2 cores.
+VALIDATE_RUN ?= validate-$(shell date -u +%Y%m%dT%H%M%SZ)
+validate: $(STAMP)
+	run=$(VALIDATE_RUN); $(GPUENV) bench --suite validate-parts --run-id $$run $(ARGS); parts=$$?; \
+	  $(GPUENV) bench --suite validate --run-id $$run $(ARGS); trained=$$?; \
+	  $(GPUENV) decide --budget 1M results/local/$$run; [ $$parts -eq 0 ] && [ $$trained -eq 0 ]
 
 ## The GPU parts of the decision (docs/gpu-check.md): `make gpu-wheels` here (internet) fills .whl/ with
 ## what a GPU machine with JAX and torch lacks (under 50 MB); `make gpu-check` there runs the gpu-check

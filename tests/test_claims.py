@@ -236,7 +236,8 @@ def test_decide_answers_from_the_newest_machine_and_names_the_others(cli, publis
     assert mid == pytest.approx(native.training.fixed_s + 49e6 / native.training.rate) and lo == mid == hi  # one seed: no spread
     assert mid < 300 < brax.predicted_s(49_000_000, 1)[0] / 100  # minutes, against a day
     assert d.answer.startswith("brax:positional: trains 1 x 49,000,000 steps in 3 min") and "Brax's native trainer" in d.answer
-    assert "measured end to end, not composed" in d.answer
+    assert "not composed: the interval is the spread of its 1 seed(s)' training rates; measured end to end (" in d.answer
+    assert d.answer.endswith("one seed, so no seed checks another") and d.validation.seeds == 0 and d.validation.error_low is None
     assert any("no CPU backend was measured on this machine" in w for w in d.why)
     assert not [n for n in d.needs_gpu if "projection" in n]  # brax and mjx were measured on its GPU: no claim stands in
     assert len(d.other_machines) == 6 and all(o.startswith("[") for o in d.other_machines)
@@ -384,7 +385,8 @@ def test_one_learn_phase_serves_every_backend_of_the_same_learner_and_decide_jso
     assert doc["course"] == {"budget_limit_steps": 50_000_000, "total_steps": 10_000_000, "below_budget_limit": True,
                              "configs_envpool": 20, "course_task": False}
     assert doc["validation"]["kind"] == "not validated" and doc["validation"]["checks"] == []
-    assert doc["validation"]["would_validate"] == "gpuenv bench --suite ppo --task halfcheetah --backend envpool:sync"
+    # no suite trains halfcheetah at the parts' 8 envs on it: the quickest that trains it (validate, 1 env)
+    assert doc["validation"]["would_validate"] == "gpuenv bench --suite validate --task halfcheetah --backend envpool:sync"
     assert doc["validation"]["text"] in doc["answer"] and doc["gpu_measured_here"] is False
 
 
@@ -408,7 +410,65 @@ def test_the_training_model_is_checked_against_time_to_reward_on_the_same_machin
     d = decide("cartpole", 10_000_000, 1, load_records([folder])[0])  # the prediction names the check that covers it
     assert d.validation is not None and d.validation.kind == "model checks" and d.validation.checks == (ttr["case_key"],)
     assert d.validation.error_low == d.validation.error_high == pytest.approx(check.error)
-    assert f"validated by 1 time-to-reward run(s) of this machine ({ttr['case_key']}): error {100 * check.error:+.0f}%" in d.answer
+    assert (f"validated by 1 time-to-reward run(s) of this machine ({ttr['case_key']}; {len(reached)} seed(s)): error "
+            f"{100 * check.error:+.0f}%") in d.answer
+
+
+def test_a_seed_stopped_at_its_step_budget_checks_the_model_too(tmp_path):
+    """A fixed step budget (time to N steps) checks the time model as a reached threshold does: each seed's
+    training seconds against the parts' prediction for the steps it trained; a failed seed checks nothing."""
+    from gpuenv.decide import model_checks
+
+    ttr = load(PUBLISHED / "20261202T164356Z-a56388" / "ppo-sb3-gymnasium-dummy-cartpole-n8.json")
+    runs = [x for x in ttr["runs"] if x["status"] == "reached"]
+    assert len(runs) >= 2
+    runs[0] = {**runs[0], "status": "censored", "env_steps_to_threshold": 40_000.0, "train_time_to_threshold_s": 10.0}
+    failed = {"seed": 99, "status": "failed", "failure": {"kind": "crashed", "reason": "test"}}
+    ttr["runs"] = [*runs, failed]
+    amd = load(ONE_RUN / "gymnasium-dummy-cartpole-n8.json")
+    folder = write_records(tmp_path / "parts", [ttr, with_learn(amd, 3000.0, 9000.0)])
+    (check,) = model_checks(load_records([folder])[0])
+    assert check.seeds == len(runs) and check.reached == len(runs) - 1  # the failed seed is none of them
+    per_seed = sorted(x["env_steps_to_threshold"] * (1 / 9000 + 1 / 3000) for x in runs)
+    assert check.predicted_s == pytest.approx(per_seed[len(per_seed) // 2], rel=0.2)
+    assert check.measured_s == sorted(x["train_time_to_threshold_s"] for x in runs)[len(runs) // 2]
+    assert f"(median of {len(runs)} seeds trained to the threshold ({len(runs) - 1}) or the budget (1), " in check.text
+    assert check.text.endswith(f"error {100 * check.error:+.0f}%")
+
+
+def test_a_training_of_another_definition_than_the_parts_checks_nothing(tmp_path):
+    """The parts predict the learner they measured (phases.learner_key: the task, the definition but n_steps,
+    the device, torch's threads): a time-to-reward record that ran another is no check of them."""
+    from gpuenv.decide import learner_of, model_checks
+    from gpuenv.modes.throughput.phases import learner_key
+
+    ttr = load(PUBLISHED / "20261202T164356Z-a56388" / "ppo-sb3-gymnasium-dummy-cartpole-n8.json")
+    amd = load(ONE_RUN / "gymnasium-dummy-cartpole-n8.json")
+    same = learner_key("cartpole", ttr["case"]["hyperparams"], "cpu", ttr["what"]["details"]["torch_threads"])
+    other = learner_key("cartpole", {**ttr["case"]["hyperparams"], "batch_size": 32}, "cpu", ttr["what"]["details"]["torch_threads"])
+    for key, checks in ((same, 1), (other, 0)):
+        folder = write_records(tmp_path / str(checks), [ttr, with_phases(amd, key, 9000.0, 3000.0)])
+        recs = load_records([folder])[0]
+        assert learner_of(next(r for r in recs if r.case_key == ttr["case_key"])) == same
+        assert len(model_checks(recs)) == checks
+
+
+def test_a_measured_end_to_end_prediction_is_checked_seed_against_seed(published_records):
+    """A native trainer's (or the shared one's where no parts were measured) end-to-end rate: each seed's training
+    time predicted from the other seeds' median rate, the errors shown with the prediction (leave one out)."""
+    from statistics import median
+
+    from gpuenv.decide import EndToEnd, end_to_end_checks
+
+    d = decide("cartpole", 1_000_000, 1, published_records, machine="1")
+    o = next(o for o in d.options if o.selector == "gymnasium:dummy")
+    assert isinstance(o.training, EndToEnd) and o.training.seeds == 3
+    (rec,) = [r for r in published_records if r.case_key == o.training.case_key and r.run_id == "20261202T164356Z-a56388"]
+    runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s) for x in rec.runs if x.status != "failed"]
+    want = sorted((s / median(a / b for j, (a, b) in enumerate(runs) if j != i)) / t - 1 for i, (s, t) in enumerate(runs))
+    assert end_to_end_checks(o.training, [rec]) == pytest.approx(want) and len(want) == 3
+    line = next(w for w in d.why if w.startswith("vs gymnasium:dummy") or "gymnasium:dummy at" in w) if d.pick is not o else d.answer
+    assert f"each of its 3 seeds' training time from the other seeds' rate: error {100 * want[0]:+.0f}% to {100 * want[-1]:+.0f}%" in line
 
 
 @pytest.mark.parametrize("args, msg", [

@@ -87,6 +87,24 @@ def test_shipped_suites_load_and_quick_covers_the_promise():
     assert set(by_key["envpool-sync-cartpole-n8"].measure.phases) == {"inference", "collect", "learn"}
 
 
+def test_each_validating_training_has_its_parts_at_its_size_and_definition():
+    """`make validate` (issue 50): every shared-SB3 training of suites/validate.toml has collect and learn in
+    suites/validate-parts.toml at its backend, task and size, and runs suites/ppo.toml's definition (the
+    parts' learner: decide checks nothing else); a native trainer's case has its step-rate case there."""
+    from gpuenv.modes.throughput.phases import learner_key, shared_definition
+
+    trainings = load_any("validate", REG)[1].cases
+    parts = {(f"{pc.case.backend}:{pc.case.variant}", pc.case.task, pc.case.num_envs): set(pc.measure.phases) for pc in plan(load_suite("validate-parts", REG), REG).items}
+    assert {c.task for c in trainings} == {"inverted_pendulum", "halfcheetah", "ballchase", "ocean_cartpole"}
+    for c in trainings:
+        sel = f"{c.backend}:{c.variant}"
+        assert (sel, c.task, c.num_envs) in parts, c.key
+        if c.trainer == "sb3":
+            assert {"collect", "learn"} <= parts[(sel, c.task, c.num_envs)], c.key
+            hp, _ = shared_definition(c.task, c.backend, c.variant)
+            assert learner_key(c.task, c.hyperparams, "cpu", 2) == learner_key(c.task, hp, "cpu", 2), c.key
+
+
 def test_expansion_skips_what_a_backend_lacks_and_says_why(tmp_path):
     p = plan(load_suite(suite(tmp_path, GOOD), REG), REG)
     keys = {pc.case.key for pc in p.items}

@@ -78,6 +78,7 @@ class Parts:
 
     collect_phase: str = "collect"  # the phase collection was measured by: collect, or +inference (older records)
     learn_case: str = ""  # the record whose learn phase it takes, where not its own (same learner: phases.learner_key)
+    learner: str = ""  # the collect phase's learner (phases.learner_key; "" in records before it was recorded)
 
     def train_s(self, steps: float) -> tuple[float, float, float]:
         """Seconds to collect and learn `steps` env steps: (median, low, high)."""
@@ -152,13 +153,26 @@ def parts_of(r: Record, learners: Learners | None = None) -> Parts | None:
     trainer = f"SB3 PPO, {c.definition}" if c.definition else "SB3 PPO, the shared definition"
     step = of(r).step_rate(r)
     return Parts(c.num_envs, (c.median, c.ci_low, c.ci_high), (le.median, le.ci_low, le.ci_high), trainer, r.case_key,
-                 step.fixed_s if step else 0.0, "collect" if phase == "collect" else "+inference", learn_case)
+                 step.fixed_s if step else 0.0, "collect" if phase == "collect" else "+inference", learn_case, c.learner)
+
+
+def learner_of(r: Record) -> str | None:
+    """The learner (phases.learner_key) a time-to-reward record's shared SB3 trainer ran: its task, its
+    hyperparameters but n_steps, the policy's device and torch's threads; None where the record does not say."""
+    from gpuenv.modes.throughput.phases import learner_key
+
+    details = getattr(r.what, "details", None) or {}
+    hyperparams = getattr(r.case, "hyperparams", None)
+    threads = details.get("torch_threads")
+    if hyperparams is None or threads is None:
+        return None
+    return learner_key(r.case.task, hyperparams, details.get("policy_device") or "cpu", int(threads))
 
 
 def end_to_end_of(r: Record) -> EndToEnd | None:
     """A trainer's training as one time-to-reward record measured it, whole; None for records that
     train nothing. A native trainer's model; the shared SB3 trainer's where no parts were measured."""
-    trainer, _ = of(r).reached_runs(r)
+    trainer, _ = of(r).trained_runs(r)
     rates = of(r).training_rates(r)
     if trainer is None or not rates:
         return None
@@ -239,7 +253,8 @@ class Decision:
                 "other_machines": self.other_machines,
                 "options": [option(o) for o in self.options],
                 "model_checks": [{"case": c.case_key, "predicted_s": c.predicted_s, "low_s": c.predicted_lo, "high_s": c.predicted_hi,
-                                  "measured_s": c.measured_s, "seeds": c.seeds, "error": c.error} for c in self.checks]}
+                                  "measured_s": c.measured_s, "seeds": c.seeds, "reached": c.reached, "env_steps": c.env_steps,
+                                   "error": c.error, "text": c.text} for c in self.checks]}
 
 
 def named_by(row: str) -> list[str]:
@@ -416,36 +431,48 @@ class Validation:
     error_high: float | None = None
     would_validate: str | None = None  # the command whose records would check it
 
+    seeds: int = 0  # the seeds the checks trained (model checks), or those checked one against the others (end to end)
+
     @property
     def text(self) -> str:
         if self.kind == "model checks" and self.error_low is not None and self.error_high is not None:
-            return (f"validated by {len(self.checks)} time-to-reward run(s) of this machine ({', '.join(self.checks)}): error "
+            span = (f"{100 * self.error_low:+.0f}%" if len(self.checks) == 1 else
                     f"{100 * self.error_low:+.0f}% to {100 * self.error_high:+.0f}%")
+            return (f"validated by {len(self.checks)} time-to-reward run(s) of this machine ({', '.join(self.checks)}; "
+                    f"{self.seeds} seed(s)): error {span}")
         if self.kind == "measured end to end":
-            return f"measured end to end ({', '.join(self.checks)}): the prediction is that training's own rate"
+            checked = (f"; each of its {self.seeds} seeds' training time from the other seeds' rate: error {100 * self.error_low:+.0f}% "
+                       f"to {100 * self.error_high:+.0f}%" if self.error_low is not None and self.error_high is not None else
+                       "; one seed, so no seed checks another")
+            return f"measured end to end ({', '.join(self.checks)}): the prediction is that training's own rate{checked}"
         return "not validated" + (f": {self.would_validate} would validate it" if self.would_validate else
                                   ": no time-to-reward suite trains it with this trainer yet")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "checks": list(self.checks), "error_low": self.error_low, "error_high": self.error_high,
-                "would_validate": self.would_validate, "text": self.text}
+                "seeds": self.seeds, "would_validate": self.would_validate, "text": self.text}
 
 
-TTR_SUITES = ("ppo-smoke", "ppo")  # where a validating run is looked for: the quicker suite first
+TTR_SUITES = ("ppo-smoke", "validate", "ppo")  # where a validating run is looked for: the quicker suites first
 
 
-def would_validate(task: str, selector: str, trainer: str = "sb3") -> str | None:
-    """The command of a time-to-reward suite case that trains `task` on `selector` with `trainer`, or None."""
+def would_validate(task: str, selector: str, trainer: str = "sb3", num_envs: int | None = None) -> str | None:
+    """The command of a time-to-reward suite case that trains `task` on `selector` with `trainer` (at
+    `num_envs`, the parts' size, where a suite has such a case: only a training of the parts' size checks
+    them), or None."""
     from gpuenv.registry import default_registry
     from gpuenv.suites import load_any
 
     backend, _, variant = selector.partition(":")
-    for name in TTR_SUITES:
+    found = []
+    for order, name in enumerate(TTR_SUITES):
         _, suite = load_any(name, default_registry())
-        for c in suite.cases:
-            if c.trainer == trainer and c.task == task and c.backend == backend and (not variant or c.variant == variant):
-                return f"gpuenv bench --suite {name} --task {task} --backend {selector}"
-    return None
+        found += [(num_envs is not None and c.num_envs != num_envs, order, name) for c in suite.cases
+                  if c.trainer == trainer and c.task == task and c.backend == backend and (not variant or c.variant == variant)]
+    if not found:
+        return None
+    *_, name = min(found)  # the quickest suite with a case of that size, else the quickest
+    return f"gpuenv bench --suite {name} --task {task} --backend {selector}"
 
 
 def nothing_to_train(task: str) -> str | None:
@@ -482,42 +509,62 @@ def not_predicted(task: str, selector: str) -> str:
     return f"{NO_TRAINING} (these records have no collect phase of it: gpuenv bench --suite quick --task {task} measures it){then}"
 
 
-def validation_of(o: Option, task: str, checks: list[ModelCheck]) -> Validation | None:
-    """The validation of one option's training prediction (None where nothing is predicted)."""
+def validation_of(o: Option, task: str, checks: list[ModelCheck], records: list[Record]) -> Validation | None:
+    """The validation of one option's training prediction (None where nothing is predicted); `records`:
+    the machine's, where a measured-end-to-end model's seeds are."""
     if o.training is None:
         return None
     if isinstance(o.training, EndToEnd):
-        return Validation("measured end to end", (o.training.case_key,))
+        errs = end_to_end_checks(o.training, records)
+        return Validation("measured end to end", (o.training.case_key,), errs[0] if errs else None, errs[-1] if errs else None,
+                          seeds=len(errs))
     mine = [c for c in checks if c.parts_case == o.training.case_key]
     if mine:
         errs = sorted(c.error for c in mine)
-        return Validation("model checks", tuple(c.case_key for c in mine), errs[0], errs[-1])
-    return Validation("not validated", would_validate=would_validate(task, o.selector))
+        return Validation("model checks", tuple(c.case_key for c in mine), errs[0], errs[-1], seeds=sum(c.seeds for c in mine))
+    return Validation("not validated", would_validate=would_validate(task, o.selector, num_envs=o.training.num_envs))
 
 
 @dataclass(frozen=True)
 class ModelCheck:
-    """The training model against one time-to-reward record of the same machine, backend, task and size."""
+    """The training model against one time-to-reward record of the same machine, backend, task and size:
+    every seed that trained, to the threshold or to its budget (a fixed step budget is a check of the
+    time model too: what the seed spent is what the model predicts for its steps)."""
 
     case_key: str  # the time-to-reward record's
     task: str
     parts_case: str
     seeds: int
-    measured_s: float  # training seconds to the threshold (startup, compile and evaluation excluded), median over seeds
+    measured_s: float  # training seconds (startup, compile and evaluation excluded), median over seeds
     predicted_s: float  # the model's for the same env steps, median over seeds
     predicted_lo: float
     predicted_hi: float
+    reached: int = 0  # of the seeds, those that reached the threshold (the rest stopped at the budget)
+    env_steps: float = 0.0  # env steps trained, median over seeds
 
     @property
     def error(self) -> float:
         """predicted / measured - 1."""
         return self.predicted_s / self.measured_s - 1
 
+    @property
+    def text(self) -> str:
+        """The check in one sentence (decide's table and decision.html print it)."""
+        from gpuenv.format import duration
+
+        to = ("to the threshold" if self.reached == self.seeds else "to the budget" if not self.reached else
+              f"to the threshold ({self.reached}) or the budget ({self.seeds - self.reached})")
+        steps = f", {self.env_steps:,.0f} env steps" if self.env_steps else ""
+        return (f"{self.case_key}: predicted {duration(self.predicted_s)} [{duration(self.predicted_lo)}-{duration(self.predicted_hi)}] "
+                f"of training, measured {duration(self.measured_s)} (median of {self.seeds} seeds trained {to}{steps}): "
+                f"error {100 * self.error:+.0f}%")
+
 
 def model_checks(records: list[Record]) -> list[ModelCheck]:
-    """Every time-to-reward record with seeds that reached the threshold, predicted from the parts
-    measured on the same machine for its backend:variant, task and num_envs (SB3 trainers only: a
-    native trainer's collection and learning overlap on the device, which these parts do not model)."""
+    """Every time-to-reward record with seeds that trained (to the threshold or to the budget), predicted
+    from the parts measured on the same machine for its backend:variant, task and num_envs (SB3 trainers
+    only: a native trainer's collection and learning overlap on the device, which these parts do not
+    model; its end-to-end rate is checked seed against seed, end_to_end_checks)."""
     from statistics import median
 
     from gpuenv.measure.fingerprint import machines
@@ -530,14 +577,37 @@ def model_checks(records: list[Record]) -> list[ModelCheck]:
             if (p := parts_of(r, learners)) is not None:
                 parts[(r.case.label, r.case.task, r.case.num_envs)] = p
         for r in recs:
-            trainer, runs = of(r).reached_runs(r)
+            trainer, runs = of(r).trained_runs(r)
             p = parts.get((r.case.label, r.case.task, r.case.num_envs))
             if not runs or p is None or trainer != "sb3":
                 continue
-            pred = [p.train_s(steps) for steps, _ in runs]
-            out.append(ModelCheck(r.case_key, r.case.task, p.case_key, len(runs), median(s for _, s in runs),
-                                  median(x[0] for x in pred), median(x[1] for x in pred), median(x[2] for x in pred)))
+            if p.learner and (ran := learner_of(r)) is not None and ran != p.learner:
+                continue  # another definition (hyperparameters, device, threads) than the parts measured
+            pred = [p.train_s(steps) for steps, _, _ in runs]
+            out.append(ModelCheck(r.case_key, r.case.task, p.case_key, len(runs), median(s for _, s, _ in runs),
+                                  median(x[0] for x in pred), median(x[1] for x in pred), median(x[2] for x in pred),
+                                  sum(reached for _, _, reached in runs), median(steps for steps, _, _ in runs)))
     return out
+
+
+def end_to_end_checks(e: EndToEnd, records: list[Record]) -> list[float]:
+    """A measured-end-to-end prediction checked seed against seed (leave one out): each seed's training
+    seconds predicted from the median rate of the record's other seeds; predicted / measured - 1 per
+    seed, sorted. [] with fewer than two seeds."""
+    from statistics import median
+
+    mine = [x for x in records if x.case_key == e.case_key]
+    if not mine:
+        return []
+    r = max(mine, key=lambda x: x.created_utc)  # the record options_for took the model from: the newest
+    _, runs = of(r).trained_runs(r)
+    if len(runs) < 2:
+        return []
+    out = []
+    for i, (steps, secs, _) in enumerate(runs):
+        rate = median(s / t for j, (s, t, _) in enumerate(runs) if j != i)
+        out.append((steps / rate) / secs - 1)
+    return sorted(out)
 
 
 def _cost(o: Option, budget: int, configs: int) -> tuple[float, float, str]:
@@ -633,9 +703,9 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     def line(o: Option) -> str:
         p = o.predicted_s(budget, configs)
         if p and o.training:
-            v = validation_of(o, task, checks)
+            v = validation_of(o, task, checks, recs)
             ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.training.num_envs} envs "
-                   f"({o.training.how}){'; ' + v.text if v and not isinstance(o.training, EndToEnd) else ''}")
+                   f"({o.training.how}){'; ' + v.text if v else ''}")
         else:
             ppo = f"; {nothing_to_train(task) or 'PPO training not predicted: ' + not_predicted(task, o.selector)}"
         return (f"{o.selector} at {o.num_envs} envs: {o.rate:,.0f} env steps/s -> {duration(o.wall_s(budget, configs))} of stepping "
@@ -702,7 +772,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     else:
         answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; "
                   + (nothing_to_train(task) or f"training not predicted ({not_predicted(task, pick.selector)})"))
-    validation = validation_of(pick, task, checks)
+    validation = validation_of(pick, task, checks, recs)
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
 
@@ -710,8 +780,8 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
         answer = (f"a GPU simulator ({gpu_backends or 'none offers ' + task}), not measured on a GPU here; "
                   f"this machine's fastest: {answer}")
     if isinstance(pick.training, EndToEnd):
-        answer += (f"; measured end to end, not composed: the interval is the spread of its {pick.training.seeds} seed(s)' training "
-                   "rates")
+        answer += (f"; not composed: the interval is the spread of its {pick.training.seeds} seed(s)' training rates"
+                   + (f"; {validation.text}" if validation is not None else ""))
     elif pred and validation is not None:
         answer += f"; the interval is the parts' measurement noise only; {validation.text}"
     row_key = next(k for k, v in ROWS.items() if v == row)

@@ -94,9 +94,7 @@ def decide(
                       f"(or +inference) and learn phases (1/rate = 1/collection + 1/learning), a native trainer's measured end to "
                       f"end; trainers: {markup('; '.join(trainers))}[/]", highlight=False)
     for c in d.checks:
-        console.print(f"model check: {markup(c.case_key)}: predicted {duration(c.predicted_s)} [{duration(c.predicted_lo)}-"
-                      f"{duration(c.predicted_hi)}] of training to the threshold, measured {duration(c.measured_s)} "
-                      f"(median of {c.seeds} seeds): error {100 * c.error:+.0f}%", highlight=False)
+        console.print(f"model check: {markup(c.text)}", highlight=False)
     console.print(f"[bold]row[/]: {markup(d.row)}", highlight=False)
     console.print(f"[bold]answer[/]: {markup(d.answer)}", highlight=False)
     for w in d.why:

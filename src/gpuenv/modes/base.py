@@ -236,9 +236,10 @@ class Mode(Generic[R]):
         number ({} where the mode measures no phases): the parts of `gpuenv decide`'s training model."""
         return {}
 
-    def reached_runs(self, record: R) -> tuple[str | None, list[tuple[float, float]]]:
-        """(the trainer, [(env steps to the threshold, training seconds to it)] per seed that reached
-        it; training seconds exclude startup, compile and evaluation); (None, []) where the mode trains nothing."""
+    def trained_runs(self, record: R) -> tuple[str | None, list[tuple[float, float, bool]]]:
+        """(the trainer, [(env steps trained, training seconds, reached the threshold)] per seed that trained:
+        to the threshold, or censored at its budget (what it spent); training seconds exclude startup, compile
+        and evaluation); (None, []) where the mode trains nothing."""
         return None, []
 
     def training_rates(self, record: R) -> list[float]:

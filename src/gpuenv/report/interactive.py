@@ -335,7 +335,6 @@ BUDGETS = (1_000_000, 10_000_000, 50_000_000, 1_000_000_000)
 def decision_page(records: list[Record], root: Path, css: str, groups: list[tuple[str, list[Record]]]) -> Path:
     """decision.html; `groups`: the records by machine (fingerprint.machines), as the site numbers its machine pages."""
     from gpuenv.decide import decide
-    from gpuenv.format import duration
     from gpuenv.tasks import task_rank
 
     tasks = sorted({r.case.task for r in records if of(r).step_rate(r) is not None}, key=task_rank)
@@ -377,9 +376,7 @@ def decision_page(records: list[Record], root: Path, css: str, groups: list[tupl
                 "title": {"text": f"{attr(task)}: hours to the budget (one run; dotted: stepping only, no training predicted)"},
                 "yaxis": {"title": {"text": "hours (log scale)"}, "type": "log"},
                 "xaxis": {"title": {"text": "env steps per run (log scale)"}, "type": "log"}}))
-        parts += [f"<p class='note'>Model check: {attr(c.case_key)}: predicted {duration(c.predicted_s)} "
-                  f"[{duration(c.predicted_lo)}-{duration(c.predicted_hi)}] of training to the threshold, measured "
-                  f"{duration(c.measured_s)} (median of {c.seeds} seeds): error {100 * c.error:+.0f}%</p>" for c in checks]
+        parts += [f"<p class='note'>Model check: {attr(c.text)}</p>" for c in checks]
         parts += [f"<p class='note'>Needs GPU measurements: {attr(n)}</p>" for n in needs]
     path = root / "decision.html"
     path.write_text(page("".join(parts), css, ""))

@@ -90,9 +90,9 @@ class TimeToReward(Mode["TtrRecord"]):
     def trainer_text(self, record: TtrRecord) -> str:
         return record.what.trainer
 
-    def reached_runs(self, record: TtrRecord) -> tuple[str | None, list[tuple[float, float]]]:
-        runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s) for x in record.runs
-                if x.status == "reached" and x.env_steps_to_threshold and x.train_time_to_threshold_s]
+    def trained_runs(self, record: TtrRecord) -> tuple[str | None, list[tuple[float, float, bool]]]:
+        runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s, x.status == "reached") for x in record.runs
+                if x.status != "failed" and x.env_steps_to_threshold and x.train_time_to_threshold_s]
         return record.case.trainer, runs
 
     def page_rows(self, record: TtrRecord) -> list[tuple[str, Any]]:
