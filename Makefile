@@ -80,14 +80,16 @@ locks: $(STAMP)
 ppo-smoke: $(STAMP)
 	$(GPUENV) bench --suite ppo-smoke $(ARGS)
 
-## decide's training model against trainings of minutes (docs/decide.md): the parts (suites/validate-parts.toml),
-## then the trainings (suites/validate.toml) into one run, then the decision from it with each prediction's
-## error. About 30 min on 2 cores.
+## decide's training model against trainings of minutes (docs/claims-and-decide.md): the parts
+## (suites/validate-parts.toml), then the trainings (suites/validate.toml) into one run under results/local,
+## then the decision from it with each prediction's error; about 20 min on 2 cores. No ARGS: the two suites
+## take different options (run the three gpuenv commands by hand for others).
 VALIDATE_RUN ?= validate-$(shell date -u +%Y%m%dT%H%M%SZ)
 validate: $(STAMP)
-	run=$(VALIDATE_RUN); $(GPUENV) bench --suite validate-parts --run-id $$run $(ARGS); parts=$$?; \
-	  $(GPUENV) bench --suite validate --run-id $$run $(ARGS); trained=$$?; \
-	  $(GPUENV) decide --budget 1M results/local/$$run; [ $$parts -eq 0 ] && [ $$trained -eq 0 ]
+	run=$(VALIDATE_RUN); $(GPUENV) bench --suite validate-parts --run-id $$run; parts=$$?; \
+	  $(GPUENV) bench --suite validate --run-id $$run; trained=$$?; \
+	  $(GPUENV) decide --budget 1M results/local/$$run; decided=$$?; \
+	  [ $$parts -eq 0 ] && [ $$trained -eq 0 ] && [ $$decided -eq 0 ]
 
 ## The GPU parts of the decision (docs/gpu-check.md): `make gpu-wheels` here (internet) fills .whl/ with
 ## what a GPU machine with JAX and torch lacks (under 50 MB); `make gpu-check` there runs the gpu-check

@@ -385,8 +385,9 @@ def test_one_learn_phase_serves_every_backend_of_the_same_learner_and_decide_jso
     assert doc["course"] == {"budget_limit_steps": 50_000_000, "total_steps": 10_000_000, "below_budget_limit": True,
                              "configs_envpool": 20, "course_task": False}
     assert doc["validation"]["kind"] == "not validated" and doc["validation"]["checks"] == []
-    # no suite trains halfcheetah at the parts' 8 envs on it: the quickest that trains it (validate, 1 env)
-    assert doc["validation"]["would_validate"] == "gpuenv bench --suite validate --task halfcheetah --backend envpool:sync"
+    # no suite trains halfcheetah at the parts' 8 envs on it (validate and ppo train it at 1): none would check them
+    assert doc["validation"]["would_validate"] is None
+    assert doc["validation"]["text"] == "not validated: no time-to-reward suite trains it with this trainer at the parts' size yet"
     assert doc["validation"]["text"] in doc["answer"] and doc["gpu_measured_here"] is False
 
 
@@ -436,6 +437,18 @@ def test_a_seed_stopped_at_its_step_budget_checks_the_model_too(tmp_path):
     assert check.text.endswith(f"error {100 * check.error:+.0f}%")
 
 
+def test_the_run_that_would_validate_trains_at_the_parts_size_in_the_quickest_suite():
+    """would_validate names the quickest time-to-reward suite (ppo-smoke, validate, ppo) with a case at the parts'
+    num_envs: a training of another size is never paired with them (model_checks), so it is never suggested."""
+    from gpuenv.decide import would_validate
+
+    assert would_validate("cartpole", "envpool:sync", num_envs=8) == "gpuenv bench --suite ppo-smoke --task cartpole --backend envpool:sync"
+    assert would_validate("halfcheetah", "envpool:sync", num_envs=1) == "gpuenv bench --suite validate --task halfcheetah --backend envpool:sync"
+    assert would_validate("halfcheetah", "envpool:sync", num_envs=8) is None  # validate and ppo train it at 1 env
+    assert would_validate("halfcheetah", "envpool:sync") == "gpuenv bench --suite validate --task halfcheetah --backend envpool:sync"
+    assert would_validate("inverted_pendulum", "gymnasium:subproc", num_envs=8).startswith("gpuenv bench --suite validate ")
+
+
 def test_a_training_of_another_definition_than_the_parts_checks_nothing(tmp_path):
     """The parts predict the learner they measured (phases.learner_key: the task, the definition but n_steps,
     the device, torch's threads): a time-to-reward record that ran another is no check of them."""
@@ -466,7 +479,8 @@ def test_a_measured_end_to_end_prediction_is_checked_seed_against_seed(published
     (rec,) = [r for r in published_records if r.case_key == o.training.case_key and r.run_id == "20261202T164356Z-a56388"]
     runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s) for x in rec.runs if x.status != "failed"]
     want = sorted((s / median(a / b for j, (a, b) in enumerate(runs) if j != i)) / t - 1 for i, (s, t) in enumerate(runs))
-    assert end_to_end_checks(o.training, [rec]) == pytest.approx(want) and len(want) == 3
+    assert o.training.runs == tuple(runs)  # the seeds of the record the model took: the newest of its case
+    assert end_to_end_checks(o.training) == pytest.approx(want) and len(want) == 3
     line = next(w for w in d.why if w.startswith("vs gymnasium:dummy") or "gymnasium:dummy at" in w) if d.pick is not o else d.answer
     assert f"each of its 3 seeds' training time from the other seeds' rate: error {100 * want[0]:+.0f}% to {100 * want[-1]:+.0f}%" in line
 

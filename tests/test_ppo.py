@@ -141,9 +141,9 @@ def test_summary_counts_censored_runs_at_their_budget():
 
 
 def test_a_fixed_step_budget_case_has_no_pass_criterion(tmp_path):
-    """pass_min_seeds = 0 on a case: time to its step budget, the reward curve recorded; a seed censored at
-    the budget is what it measures, so the case passes; the other cases keep [run]'s criterion, and the
-    record's settings carry the case's."""
+    """pass_min_seeds = 0 on a case: no pass criterion (for a fixed step budget, whose seeds end censored), so
+    its censored seeds pass where [run]'s criterion would fail them; the run settings the plan gives the case
+    (the record's settings) carry the case's value, never its record's case."""
     from gpuenv.modes.ttr.suite import plan
 
     path = _suite(tmp_path, run="[run]\nseeds = 3\npass_min_seeds = 2\n", extra="pass_min_seeds = 0\n")

@@ -108,6 +108,7 @@ class EndToEnd:
     case_key: str
     seeds: int
     fixed_s: float  # startup + compile, median over seeds
+    runs: tuple[tuple[float, float], ...] = ()  # per seed that trained: (env steps, training seconds)
 
     def train_s(self, steps: float) -> tuple[float, float, float]:
         m, lo, hi = self.rates
@@ -172,13 +173,13 @@ def learner_of(r: Record) -> str | None:
 def end_to_end_of(r: Record) -> EndToEnd | None:
     """A trainer's training as one time-to-reward record measured it, whole; None for records that
     train nothing. A native trainer's model; the shared SB3 trainer's where no parts were measured."""
-    trainer, _ = of(r).trained_runs(r)
-    rates = of(r).training_rates(r)
+    trainer, runs = of(r).trained_runs(r)
+    rates = sorted(steps / secs for steps, secs, _ in runs)
     if trainer is None or not rates:
         return None
     fixed = of(r).training_fixed_s(r)
     return EndToEnd(r.case.num_envs, (rates[len(rates) // 2], rates[0], rates[-1]), f"{of(r).trainer_text(r)}, {r.suite} suite",
-                    trainer, r.case_key, len(rates), fixed)
+                    trainer, r.case_key, len(rates), fixed, tuple((steps, secs) for steps, secs, _ in runs))
 
 
 @dataclass
@@ -446,7 +447,7 @@ class Validation:
                        "; one seed, so no seed checks another")
             return f"measured end to end ({', '.join(self.checks)}): the prediction is that training's own rate{checked}"
         return "not validated" + (f": {self.would_validate} would validate it" if self.would_validate else
-                                  ": no time-to-reward suite trains it with this trainer yet")
+                                  ": no time-to-reward suite trains it with this trainer at the parts' size yet")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "checks": list(self.checks), "error_low": self.error_low, "error_high": self.error_high,
@@ -457,22 +458,20 @@ TTR_SUITES = ("ppo-smoke", "validate", "ppo")  # where a validating run is looke
 
 
 def would_validate(task: str, selector: str, trainer: str = "sb3", num_envs: int | None = None) -> str | None:
-    """The command of a time-to-reward suite case that trains `task` on `selector` with `trainer` (at
-    `num_envs`, the parts' size, where a suite has such a case: only a training of the parts' size checks
-    them), or None."""
+    """The command of the quickest time-to-reward suite (TTR_SUITES' order) with a case that trains `task`
+    on `selector` with `trainer`, at `num_envs` where given (the parts' size: model_checks pairs a training
+    with parts of its own size only), or None."""
     from gpuenv.registry import default_registry
     from gpuenv.suites import load_any
 
     backend, _, variant = selector.partition(":")
-    found = []
-    for order, name in enumerate(TTR_SUITES):
+    for name in TTR_SUITES:
         _, suite = load_any(name, default_registry())
-        found += [(num_envs is not None and c.num_envs != num_envs, order, name) for c in suite.cases
-                  if c.trainer == trainer and c.task == task and c.backend == backend and (not variant or c.variant == variant)]
-    if not found:
-        return None
-    *_, name = min(found)  # the quickest suite with a case of that size, else the quickest
-    return f"gpuenv bench --suite {name} --task {task} --backend {selector}"
+        for c in suite.cases:
+            if (c.trainer == trainer and c.task == task and c.backend == backend and (not variant or c.variant == variant)
+                    and (num_envs is None or c.num_envs == num_envs)):
+                return f"gpuenv bench --suite {name} --task {task} --backend {selector}"
+    return None
 
 
 def nothing_to_train(task: str) -> str | None:
@@ -509,13 +508,12 @@ def not_predicted(task: str, selector: str) -> str:
     return f"{NO_TRAINING} (these records have no collect phase of it: gpuenv bench --suite quick --task {task} measures it){then}"
 
 
-def validation_of(o: Option, task: str, checks: list[ModelCheck], records: list[Record]) -> Validation | None:
-    """The validation of one option's training prediction (None where nothing is predicted); `records`:
-    the machine's, where a measured-end-to-end model's seeds are."""
+def validation_of(o: Option, task: str, checks: list[ModelCheck]) -> Validation | None:
+    """The validation of one option's training prediction (None where nothing is predicted)."""
     if o.training is None:
         return None
     if isinstance(o.training, EndToEnd):
-        errs = end_to_end_checks(o.training, records)
+        errs = end_to_end_checks(o.training)
         return Validation("measured end to end", (o.training.case_key,), errs[0] if errs else None, errs[-1] if errs else None,
                           seeds=len(errs))
     mine = [c for c in checks if c.parts_case == o.training.case_key]
@@ -590,22 +588,17 @@ def model_checks(records: list[Record]) -> list[ModelCheck]:
     return out
 
 
-def end_to_end_checks(e: EndToEnd, records: list[Record]) -> list[float]:
+def end_to_end_checks(e: EndToEnd) -> list[float]:
     """A measured-end-to-end prediction checked seed against seed (leave one out): each seed's training
-    seconds predicted from the median rate of the record's other seeds; predicted / measured - 1 per
+    seconds predicted from the median rate of the same record's other seeds; predicted / measured - 1 per
     seed, sorted. [] with fewer than two seeds."""
     from statistics import median
 
-    mine = [x for x in records if x.case_key == e.case_key]
-    if not mine:
-        return []
-    r = max(mine, key=lambda x: x.created_utc)  # the record options_for took the model from: the newest
-    _, runs = of(r).trained_runs(r)
-    if len(runs) < 2:
+    if len(e.runs) < 2:
         return []
     out = []
-    for i, (steps, secs, _) in enumerate(runs):
-        rate = median(s / t for j, (s, t, _) in enumerate(runs) if j != i)
+    for i, (steps, secs) in enumerate(e.runs):
+        rate = median(s / t for j, (s, t) in enumerate(e.runs) if j != i)
         out.append((steps / rate) / secs - 1)
     return sorted(out)
 
@@ -703,7 +696,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     def line(o: Option) -> str:
         p = o.predicted_s(budget, configs)
         if p and o.training:
-            v = validation_of(o, task, checks, recs)
+            v = validation_of(o, task, checks)
             ppo = (f"; PPO training {duration(p[0])} [{duration(p[1])}-{duration(p[2])}] predicted at {o.training.num_envs} envs "
                    f"({o.training.how}){'; ' + v.text if v else ''}")
         else:
@@ -772,7 +765,7 @@ def decide(task: str, budget: int, configs: int, records: list[Record], machine:
     else:
         answer = (f"{pick.selector} ({pick.num_envs} envs): {duration(wall(pick))} of stepping {where}; "
                   + (nothing_to_train(task) or f"training not predicted ({not_predicted(task, pick.selector)})"))
-    validation = validation_of(pick, task, checks, recs)
+    validation = validation_of(pick, task, checks)
     if row == ROWS["gpu"] and not gpu_here:
         from gpuenv.registry import default_registry
 

@@ -91,9 +91,7 @@ class TimeToReward(Mode["TtrRecord"]):
         return record.what.trainer
 
     def trained_runs(self, record: TtrRecord) -> tuple[str | None, list[tuple[float, float, bool]]]:
-        runs = [(x.env_steps_to_threshold, x.train_time_to_threshold_s, x.status == "reached") for x in record.runs
-                if x.status != "failed" and x.env_steps_to_threshold and x.train_time_to_threshold_s]
-        return record.case.trainer, runs
+        return record.case.trainer, record.trained_runs()
 
     def page_rows(self, record: TtrRecord) -> list[tuple[str, Any]]:
         return [("trainer", record.what.trainer), ("protocol", record.what.protocol)]

@@ -94,13 +94,18 @@ class TtrRecord(RecordBase):
     def ok_summary(self) -> TtrSummary:
         return self._summary_of_ok(self.summary)
 
-    def training_rates(self) -> list[float]:
-        """Env steps per second of training (startup, compile and evaluation apart), one per run that
-        trained, sorted; none for a record that is not ok."""
+    def trained_runs(self) -> list[tuple[float, float, bool]]:
+        """(env steps trained, training seconds, reached the threshold) per seed that trained: to the
+        threshold, or censored at its budget (what it spent); training seconds exclude startup, compile and
+        evaluation; none for a record that is not ok, nor for a failed seed."""
         if self.status != "ok":
             return []
-        return sorted(x.env_steps_to_threshold / x.train_time_to_threshold_s for x in self.runs
-                      if x.env_steps_to_threshold and x.train_time_to_threshold_s)
+        return [(x.env_steps_to_threshold, x.train_time_to_threshold_s, x.status == "reached") for x in self.runs
+                if x.status != "failed" and x.env_steps_to_threshold and x.train_time_to_threshold_s]
+
+    def training_rates(self) -> list[float]:
+        """Env steps per second of training, one per seed that trained (trained_runs), sorted."""
+        return sorted(steps / secs for steps, secs, _ in self.trained_runs())
 
 
 RECORD = TtrRecord
