@@ -452,7 +452,8 @@ def test_the_run_that_would_validate_trains_at_the_parts_size_in_the_quickest_su
 def test_a_training_of_another_definition_than_the_parts_checks_nothing(tmp_path):
     """The parts predict the learner they measured (phases.learner_key: the task, the definition but n_steps,
     the device, torch's threads): a time-to-reward record that ran another is no check of them."""
-    from gpuenv.decide import learner_of, model_checks
+    from gpuenv.decide import model_checks
+    from gpuenv.modes import of
     from gpuenv.modes.throughput.phases import learner_key
 
     ttr = load(PUBLISHED / "20261202T164356Z-a56388" / "ppo-sb3-gymnasium-dummy-cartpole-n8.json")
@@ -462,7 +463,8 @@ def test_a_training_of_another_definition_than_the_parts_checks_nothing(tmp_path
     for key, checks in ((same, 1), (other, 0)):
         folder = write_records(tmp_path / str(checks), [ttr, with_phases(amd, key, 9000.0, 3000.0)])
         recs = load_records([folder])[0]
-        assert learner_of(next(r for r in recs if r.case_key == ttr["case_key"])) == same
+        trained = next(r for r in recs if r.case_key == ttr["case_key"])
+        assert of(trained).trained_learner(trained) == same
         assert len(model_checks(recs)) == checks
 
 

@@ -157,24 +157,11 @@ def parts_of(r: Record, learners: Learners | None = None) -> Parts | None:
                  step.fixed_s if step else 0.0, "collect" if phase == "collect" else "+inference", learn_case, c.learner)
 
 
-def learner_of(r: Record) -> str | None:
-    """The learner (phases.learner_key) a time-to-reward record's shared SB3 trainer ran: its task, its
-    hyperparameters but n_steps, the policy's device and torch's threads; None where the record does not say."""
-    from gpuenv.modes.throughput.phases import learner_key
-
-    details = getattr(r.what, "details", None) or {}
-    hyperparams = getattr(r.case, "hyperparams", None)
-    threads = details.get("torch_threads")
-    if hyperparams is None or threads is None:
-        return None
-    return learner_key(r.case.task, hyperparams, details.get("policy_device") or "cpu", int(threads))
-
-
 def end_to_end_of(r: Record) -> EndToEnd | None:
     """A trainer's training as one time-to-reward record measured it, whole; None for records that
     train nothing. A native trainer's model; the shared SB3 trainer's where no parts were measured."""
     trainer, runs = of(r).trained_runs(r)
-    rates = sorted(steps / secs for steps, secs, _ in runs)
+    rates = of(r).training_rates(r)
     if trainer is None or not rates:
         return None
     fixed = of(r).training_fixed_s(r)
@@ -579,7 +566,7 @@ def model_checks(records: list[Record]) -> list[ModelCheck]:
             p = parts.get((r.case.label, r.case.task, r.case.num_envs))
             if not runs or p is None or trainer != "sb3":
                 continue
-            if p.learner and (ran := learner_of(r)) is not None and ran != p.learner:
+            if p.learner and (ran := of(r).trained_learner(r)) is not None and ran != p.learner:
                 continue  # another definition (hyperparameters, device, threads) than the parts measured
             pred = [p.train_s(steps) for steps, _, _ in runs]
             out.append(ModelCheck(r.case_key, r.case.task, p.case_key, len(runs), median(s for _, s, _ in runs),

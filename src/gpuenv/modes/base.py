@@ -246,6 +246,12 @@ class Mode(Generic[R]):
         """Env steps/s each training run of an ok record reached (per seed); [] where the mode trains nothing."""
         return []
 
+    def trained_learner(self, record: R) -> str | None:
+        """The learner (throughput.phases.learner_key) a training record's shared SB3 trainer ran: its task,
+        its hyperparameters but n_steps, the policy's device and torch's threads; None where the record does
+        not say or the mode trains nothing."""
+        return None
+
     def training_fixed_s(self, record: R) -> float:
         """Startup and compile seconds of an ok record's training runs, median over seeds; 0.0 where the
         mode trains nothing."""

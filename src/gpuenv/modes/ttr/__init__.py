@@ -80,6 +80,15 @@ class TimeToReward(Mode["TtrRecord"]):
     def training_rates(self, record: TtrRecord) -> list[float]:
         return record.training_rates()
 
+    def trained_learner(self, record: TtrRecord) -> str | None:
+        from gpuenv.modes.throughput.phases import learner_key
+
+        details = record.what.details or {}
+        threads = details.get("torch_threads")
+        if threads is None:
+            return None
+        return learner_key(record.case.task, record.case.hyperparams, details.get("policy_device") or "cpu", int(threads))
+
     def training_fixed_s(self, record: TtrRecord) -> float:
         from statistics import median
 
